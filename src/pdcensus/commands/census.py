@@ -1,0 +1,5 @@
+"""`pdcensus census` command(s)."""
+
+from __future__ import annotations
+
+from pdcensus.cli import app  # noqa: F401

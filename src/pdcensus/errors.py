@@ -1,0 +1,60 @@
+"""One exception tree for pdcensus, mapped to exit codes at the CLI boundary.
+
+::
+
+    CensusError                 exit 3 unless a subclass says otherwise
+    ├── UsageError              exit 2: bad flag value, unknown scenario, unknown profile
+    ├── DataError               exit 3: the data cannot be used (one-line reason)
+    │   ├── RecordingParseError exit 3: "<file>:<line>: <what is wrong>"
+    │   └── NotEnoughDataError  exit 3: too little data for what was asked
+    ├── UnsupportedQueryError   exit 3: a PromQL construct outside our exact subset
+    └── SourceUnreachableError  exit 4: a server could not be reached
+
+Messages quote the offending input and list the valid choices where there are any.
+"""
+
+from __future__ import annotations
+
+
+class CensusError(Exception):
+    """Root of every error pdcensus raises on purpose."""
+
+    exit_code = 3
+
+
+class UsageError(CensusError):
+    """The user asked for something that does not exist or cannot be combined."""
+
+    exit_code = 2
+
+
+class DataError(CensusError):
+    """The data exists but cannot be used."""
+
+    exit_code = 3
+
+
+class RecordingParseError(DataError):
+    """A recording file could not be parsed; names the file and the 1-based line."""
+
+    def __init__(self, path: str, line: int, what: str) -> None:
+        self.path = path
+        self.line = line
+        self.what = what
+        super().__init__(f"{path}:{line}: {what}")
+
+
+class NotEnoughDataError(DataError):
+    """Too little data for the pass that was asked for."""
+
+
+class UnsupportedQueryError(CensusError):
+    """A PromQL function or construct outside the exact subset we evaluate."""
+
+    exit_code = 3
+
+
+class SourceUnreachableError(CensusError):
+    """A Prometheus-compatible server or an endpoint could not be reached."""
+
+    exit_code = 4

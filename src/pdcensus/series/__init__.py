@@ -1,0 +1,1 @@
+"""The aligned sample model, metric profiles, and PromQL-exact series math."""
