@@ -1,0 +1,5 @@
+"""``python -m pdcensus`` runs the command line."""
+
+from pdcensus.cli import main
+
+main()
