@@ -8,6 +8,31 @@ real dumps in ``shared/realdata/metrics`` (vLLM V0/V1, SGLang).
 
 ``detect_profile`` reads the metric set of a recording or a scrape and says which profile
 it is, with the names that decided it.
+
+Engine names were checked against each engine's own source (repository + path):
+
+- vLLM: ``vllm-project/vllm`` ``vllm/v1/metrics/loggers.py`` (V1) and
+  ``vllm/engine/metrics.py`` (V0): ``vllm:iteration_tokens_total`` is a histogram of tokens
+  per engine step; there is no step time on ``/metrics``.
+- SGLang: ``sgl-project/sglang`` ``python/sglang/srt/metrics/collector.py``:
+  ``sglang:num_running_reqs``, ``sglang:num_queue_reqs``, ``sglang:num_retracted_requests_total``
+  (its preemption), ``sglang:realtime_tokens_total{mode=prefill_compute|prefill_cache|decode}``,
+  ``sglang:gpu_execution_seconds_total{category=<forward mode>}`` (renamed
+  ``sglang:forward_execution_seconds_total`` in later trees; needs
+  ``SGLANG_ENABLE_METRICS_DEVICE_TIMER=1``), ``sglang:cuda_graph_passes_total{mode}`` (one per
+  decode batch), TTFT / inter-token / e2e histograms; all behind ``--enable-metrics``.
+- TGI: ``huggingface/text-generation-inference`` ``backends/v3/src/backend.rs``:
+  ``tgi_batch_forward_duration{method=prefill|decode}``, ``tgi_batch_decode_duration``,
+  ``tgi_batch_inference_duration`` per call, ``tgi_batch_current_size``; ``tgi_queue_size`` and
+  the request histograms come from the router. TGI has no TTFT histogram and no preemption.
+- llama.cpp server: ``ggml-org/llama.cpp`` ``tools/server/server.cpp`` (the ``/metrics``
+  handler, behind ``--metrics``): ``llamacpp:prompt_tokens_total``, ``prompt_seconds_total``,
+  ``tokens_predicted_total``, ``tokens_predicted_seconds_total``, ``n_decode_total`` (one per
+  ``llama_decode()`` call, i.e. per step), ``requests_processing``, ``requests_deferred``,
+  ``kv_cache_usage_ratio``.
+
+:data:`LEDGER_SPECS` says, per engine, how the step ledger's four counters are derived from
+that engine's names (``pdcensus.series.engine_ledger`` does the arithmetic).
 """
 
 from __future__ import annotations
@@ -175,7 +200,8 @@ PROFILES: dict[str, Profile] = {
         Profile(
             "sglang",
             "sglang",
-            "SGLang (sglang: prefix); no per-scrape step ledger in the classic metric set",
+            "SGLang (sglang: prefix): decode-only step mean and chunk share of step time from "
+            "gpu_execution_seconds_total; no chunk-step mean",
             {
                 Signal.RUNNING: "sglang:num_running_reqs",
                 Signal.WAITING: "sglang:num_queue_reqs",
@@ -186,6 +212,38 @@ PROFILES: dict[str, Profile] = {
                 Signal.ITL: "sglang:inter_token_latency_seconds",
                 Signal.E2E: "sglang:e2e_request_latency_seconds",
                 Signal.KV_CACHE_USAGE: "sglang:token_usage",
+                Signal.PROCESS_START: "process_start_time_seconds",
+            },
+        ),
+        Profile(
+            "tgi",
+            "tgi",
+            "Text Generation Inference (tgi_ prefix): per-method step histograms give the ledger; "
+            "no TTFT histogram, no preemption",
+            {
+                Signal.RUNNING: "tgi_batch_current_size",
+                Signal.WAITING: "tgi_queue_size",
+                # Histogram sums used as counters: input length is observed at validation,
+                # generated tokens when a request ends (so that rate lags decoding).
+                Signal.PROMPT_TOKENS: "tgi_request_input_length_sum",
+                Signal.GENERATION_TOKENS: "tgi_request_generated_tokens_sum",
+                # Per-request mean time per output token, the closest TGI has to inter-token.
+                Signal.ITL: "tgi_request_mean_time_per_token_duration",
+                Signal.E2E: "tgi_request_duration",
+                Signal.PROCESS_START: "process_start_time_seconds",
+            },
+        ),
+        Profile(
+            "llamacpp",
+            "llamacpp",
+            "llama.cpp server (llamacpp: prefix, --metrics): step count only, no step time",
+            {
+                Signal.RUNNING: "llamacpp:requests_processing",
+                Signal.WAITING: "llamacpp:requests_deferred",
+                Signal.PROMPT_TOKENS: "llamacpp:prompt_tokens_total",
+                Signal.GENERATION_TOKENS: "llamacpp:tokens_predicted_total",
+                Signal.STEPS: "llamacpp:n_decode_total",
+                Signal.KV_CACHE_USAGE: "llamacpp:kv_cache_usage_ratio",
                 Signal.PROCESS_START: "process_start_time_seconds",
             },
         ),
@@ -225,6 +283,12 @@ def detect_profile(sample_names: Iterable[str]) -> Detection | None:
             sglang = Profile(sglang.name, sglang.engine, sglang.description,
                              {**sglang.signals, Signal.ITL: itl})
         return Detection(sglang, "sglang: metrics present")
+    if any(n.startswith("tgi_") for n in names):
+        hit = sorted(n for n in names if n.startswith("tgi_batch_forward_duration"))
+        why = f"{hit[0]} present" if hit else "tgi_ metrics present"
+        return Detection(PROFILES["tgi"], why)
+    if any(n.startswith("llamacpp:") for n in names):
+        return Detection(PROFILES["llamacpp"], "llamacpp: metrics present")
     if any(n.startswith("vllm:") for n in names):
         v0_markers = {
             "vllm:gpu_cache_usage_perc",
@@ -237,3 +301,176 @@ def detect_profile(sample_names: Iterable[str]) -> Detection | None:
             return Detection(PROFILES["vllm-v0"], f"vLLM V0 names present: {', '.join(hit)}")
         return Detection(PROFILES["vllm-v1"], "vllm: metrics without V0-only names")
     return None
+
+
+# --- Step-ledger specs: how each engine's names give the ledger's four counters ----------
+
+
+class LedgerQuantity(str, Enum):
+    """The step ledger's cumulative inputs (the runbook's "Step ledger first")."""
+
+    STEPS = "steps"
+    DECODE_STEPS = "decode_steps"
+    STEP_SECONDS = "step_seconds"
+    DECODE_STEP_SECONDS = "decode_step_seconds"
+    HELD_STEPS = "held_steps"
+
+
+@dataclass(frozen=True)
+class LedgerTerm:
+    """One ledger quantity as a sum of series.
+
+    ``sample_names`` are candidates across builds (the first one with a sample wins);
+    ``label``/``values`` select the series whose label is one of ``values`` (after removing
+    ``strip_prefix`` from the label value); ``values`` None sums every series of the name.
+    """
+
+    sample_names: tuple[str, ...]
+    label: str = ""
+    values: frozenset[str] | None = None
+    strip_prefix: str = ""
+
+
+@dataclass(frozen=True)
+class LedgerSpec:
+    """Per engine build: the term for each ledger quantity, or why there is none."""
+
+    profile: str
+    source: str
+    terms: dict[LedgerQuantity, LedgerTerm] = field(default_factory=dict)
+    missing: dict[LedgerQuantity, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def complete(self) -> bool:
+        """True when all four of steps, decode steps, step seconds, decode seconds exist."""
+        need = (LedgerQuantity.STEPS, LedgerQuantity.DECODE_STEPS,
+                LedgerQuantity.STEP_SECONDS, LedgerQuantity.DECODE_STEP_SECONDS)
+        return all(q in self.terms for q in need)
+
+
+# SGLang forward modes (ForwardMode.name.lower(); older trees prefix "forward_"). A decode
+# step under speculative decoding runs draft, verify and draft-extend forwards, all decode.
+SGLANG_DECODE_MODES = frozenset(
+    {"decode", "target_verify", "draft_extend", "eagle_draft", "eagle_draft_extend",
+     "frozen_kv_draft"}
+)
+SGLANG_CHUNK_MODES = frozenset({"extend", "mixed", "split_prefill"})
+_SGLANG_SECONDS = ("sglang:forward_execution_seconds_total", "sglang:gpu_execution_seconds_total")
+_NO_STEP_TIME = "no step time on /metrics"
+
+
+def _one(name: str) -> LedgerTerm:
+    return LedgerTerm((name,))
+
+
+def _radiance_terms(profile: Profile) -> dict[LedgerQuantity, LedgerTerm]:
+    pairs = {
+        LedgerQuantity.STEPS: Signal.STEPS,
+        LedgerQuantity.DECODE_STEPS: Signal.STEPS_DECODE,
+        LedgerQuantity.STEP_SECONDS: Signal.STEP_SECONDS,
+        LedgerQuantity.DECODE_STEP_SECONDS: Signal.STEP_SECONDS_DECODE,
+        LedgerQuantity.HELD_STEPS: Signal.STEPS_HELD,
+    }
+    return {q: _one(profile.signals[s]) for q, s in pairs.items() if s in profile.signals}
+
+
+_TGI_FORWARD = "tgi_batch_forward_duration"
+_BOTH = frozenset({"prefill", "decode"})
+_DECODE = frozenset({"decode"})
+_VLLM_MISSING = {
+    LedgerQuantity.DECODE_STEPS: "vLLM counts steps (iteration_tokens_total) but not decode-only "
+    "steps; record Forward Pass Metrics (--forward-pass-metrics-port) for the exact ledger",
+    LedgerQuantity.STEP_SECONDS: f"vLLM exports {_NO_STEP_TIME}; record Forward Pass Metrics",
+    LedgerQuantity.DECODE_STEP_SECONDS: f"vLLM exports {_NO_STEP_TIME}; record Forward Pass Metrics",
+}
+
+LEDGER_SPECS: dict[str, LedgerSpec] = {
+    spec.profile: spec
+    for spec in (
+        LedgerSpec("radiance-1.8", "METRICS.md (radiance 1.8.x)", _radiance_terms(PROFILES["radiance-1.8"])),
+        LedgerSpec(
+            "radiance-1.0.13",
+            "METRICS.md (radiance 1.0.13)",
+            _radiance_terms(PROFILES["radiance-1.0.13"]),
+            missing={
+                q: "radiance 1.0.13 has no decode-only step counters"
+                for q in (LedgerQuantity.DECODE_STEPS, LedgerQuantity.DECODE_STEP_SECONDS)
+            },
+        ),
+        LedgerSpec(
+            "sglang",
+            "sgl-project/sglang python/sglang/srt/metrics/collector.py "
+            "(gpu_execution_seconds_total, cuda_graph_passes_total)",
+            {
+                LedgerQuantity.STEP_SECONDS: LedgerTerm(
+                    _SGLANG_SECONDS, "category", SGLANG_DECODE_MODES | SGLANG_CHUNK_MODES, "forward_"
+                ),
+                LedgerQuantity.DECODE_STEP_SECONDS: LedgerTerm(
+                    _SGLANG_SECONDS, "category", SGLANG_DECODE_MODES, "forward_"
+                ),
+                LedgerQuantity.DECODE_STEPS: _one("sglang:cuda_graph_passes_total"),
+            },
+            missing={
+                LedgerQuantity.STEPS: "SGLang counts decode batches (cuda_graph_passes_total) but "
+                "no extend/mixed passes, so the mean chunk step is unavailable; the chunk steps' "
+                "share of step time is available",
+            },
+            notes=(
+                "gpu_execution_seconds_total needs SGLANG_ENABLE_METRICS_DEVICE_TIMER=1 and "
+                "--enable-metrics",
+                "by default SGLang runs extend batches without decode rows (--enable-mixed-chunk "
+                "puts decode rows beside the chunk): decoders wait the whole extend batch",
+            ),
+        ),
+        LedgerSpec(
+            "tgi",
+            "huggingface/text-generation-inference backends/v3/src/backend.rs (prefill/decode)",
+            {
+                LedgerQuantity.STEPS: LedgerTerm((_TGI_FORWARD + "_count",), "method", _BOTH),
+                LedgerQuantity.DECODE_STEPS: LedgerTerm((_TGI_FORWARD + "_count",), "method", _DECODE),
+                LedgerQuantity.STEP_SECONDS: LedgerTerm((_TGI_FORWARD + "_sum",), "method", _BOTH),
+                LedgerQuantity.DECODE_STEP_SECONDS: LedgerTerm(
+                    (_TGI_FORWARD + "_sum",), "method", _DECODE
+                ),
+            },
+            notes=(
+                "step seconds are the model forward (tgi_batch_forward_duration); the whole call "
+                "with token decoding and filtering is tgi_batch_inference_duration",
+                "a prefill call is a chunk step; without prefill chunking it carries no decode "
+                "rows and running decoders wait for it",
+            ),
+        ),
+        LedgerSpec(
+            "llamacpp",
+            "ggml-org/llama.cpp tools/server/server.cpp (/metrics handler)",
+            {LedgerQuantity.STEPS: _one("llamacpp:n_decode_total")},
+            missing={
+                LedgerQuantity.DECODE_STEPS: "llama.cpp counts llama_decode() calls but not the "
+                "calls that carried no prompt token",
+                LedgerQuantity.STEP_SECONDS: "llama.cpp's prompt_seconds_total and "
+                "tokens_predicted_seconds_total are per-slot times that overlap across slots, "
+                "not step time",
+                LedgerQuantity.DECODE_STEP_SECONDS: "llama.cpp has no decode-only step time",
+            },
+        ),
+        *(
+            LedgerSpec(
+                name,
+                "vllm-project/vllm vllm/v1/metrics/loggers.py, vllm/engine/metrics.py",
+                {LedgerQuantity.STEPS: _one("vllm:iteration_tokens_total_count")},
+                missing=dict(_VLLM_MISSING),
+            )
+            for name in ("vllm-v1", "vllm-v0")
+        ),
+    )
+}
+
+
+def ledger_spec(profile: Profile) -> LedgerSpec:
+    """The ledger spec for a profile (a profile with no spec gets an empty one saying so)."""
+    spec = LEDGER_SPECS.get(profile.name)
+    if spec is not None:
+        return spec
+    missing = {q: f"no step-ledger spec for profile {profile.name!r}" for q in LedgerQuantity}
+    return LedgerSpec(profile.name, "", missing=missing)
