@@ -108,7 +108,9 @@ def main(argv: Optional[list[str]] = None) -> None:
     _register()
     args = list(sys.argv[1:] if argv is None else argv)
     try:
-        app(args=args, standalone_mode=False, prog_name="pdcensus")
+        code = app(args=args, standalone_mode=False, prog_name="pdcensus")
+        if isinstance(code, int) and code != 0:
+            raise SystemExit(code)
     except CensusError as exc:
         if _DEBUG["on"] or "--debug" in args:
             raise

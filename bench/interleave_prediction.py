@@ -1,0 +1,72 @@
+"""Predicted vs simulated effect of --prefill-interleave N (the figure for BENCHMARKS.md).
+
+For each seed, the simulator's ``step-time-sharing`` scenario runs once with N = 0 (the
+before window) and once per N (the after window). The prediction is made from the before
+window alone (its step ledger and its busy bucket), exactly as ``pdcensus verify-arm``
+makes it; the observation is the after window's busy per-stream decode rate on the before
+window's bucket edges. Two predictions are reported:
+
+- *formula*: ``(N+1) / (C + N*D)``, the rate of a decoder beside back-to-back chunk steps;
+- *bucket*: the busy bucket's mix of back-to-back chunk steps and decode-only stretches,
+  calibrated on the measured N = 0 rate (:func:`pdcensus.advice.predict.busy_bucket_rate`).
+
+Usage: ``.venv/bin/python bench/interleave_prediction.py [--duration 7200] [--seeds 1 2] [--max-n 4]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+from pdcensus.advice import predict
+from pdcensus.advice.verify import bucket_pair, interleave_prediction, read_window
+from pdcensus.sim.run import simulate
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=7200.0, help="simulated seconds per run")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--max-n", type=int, default=4)
+    parser.add_argument("--scenario", default="step-time-sharing")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    rows: dict[int, list[tuple[float, float, float, float, float]]] = {}
+    for seed in args.seeds:
+        runs = {n: simulate(args.scenario, duration_seconds=args.duration, seed=seed,
+                            overrides={"--prefill-interleave": str(n)}).recording
+                for n in range(args.max_n + 1)}
+        before = read_window(runs[0])
+        for n, recording in runs.items():
+            after = read_window(recording)
+            pair = bucket_pair(before.signals, after.signals)
+            numbers = {**_pooled(pair)}
+            predicted, observed = interleave_prediction(str(n), before, numbers)
+            formula = predict.interleave_rate(n, predicted["chunk_step_seconds"], predicted["decode_step_seconds"])
+            rows.setdefault(n, []).append((
+                formula, predicted["busy_per_stream_tokens_per_second"],
+                observed["busy_per_stream_tokens_per_second"], predicted["ttft_stretch"], observed["ttft_p90_ratio"]))
+    print(f"scenario {args.scenario}, {args.duration:.0f} s per run, seeds {args.seeds}, "
+          f"{time.perf_counter() - started:.0f} s wall")
+    print("| N | formula tok/s | bucket prediction tok/s | observed busy tok/s | formula error | bucket error "
+          "| predicted TTFT stretch | observed TTFT p90 ratio |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n, values in sorted(rows.items()):
+        f, b, o, s, t = (statistics.fmean(v[i] for v in values) for i in range(5))
+        f_err = statistics.fmean(v[0] / v[2] - 1 for v in values)
+        b_err = statistics.fmean(v[1] / v[2] - 1 for v in values)
+        worst = max(abs(v[1] / v[2] - 1) for v in values)
+        print(f"| {n} | {f:.1f} | {b:.1f} | {o:.1f} | {f_err:+.0%} | {b_err:+.1%} (worst seed {worst:.1%}) "
+              f"| x{s:.2f} | x{t:.2f} |")
+
+
+def _pooled(pair) -> dict[str, float]:  # type: ignore[no-untyped-def]
+    busy_b, busy_a = pair.pooled_before.rows[-1], pair.pooled_after.rows[-1]
+    ratio = busy_a.ttft_p90_seconds / busy_b.ttft_p90_seconds if busy_b.ttft_p90_seconds > 0 else float("nan")
+    return {"busy_per_stream_before": busy_b.per_stream_tokens_per_second,
+            "busy_per_stream_after": busy_a.per_stream_tokens_per_second, "ttft_p90_ratio": ratio}
+
+
+if __name__ == "__main__":
+    main()

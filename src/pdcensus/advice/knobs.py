@@ -1,0 +1,303 @@
+"""The knob catalogue: what each radiance knob acts on, what it costs, what it needs.
+
+The entries restate the runbook's "Knob semantics" (radiance 1.8.x, GUIDE §4.5) as data,
+so that recommendations, lint and arm verification read one table. The pinned source is
+the referee for names and enum members (see :mod:`pdcensus.advice.flags`); this table
+holds the *semantics* that no source file states.
+
+Rollback convention (one for every knob): the serve script reads ``RADIANCE_<FLAG>``
+(the flag without its dashes, upper-cased, ``-`` -> ``_``) and passes
+``--<flag> "$RADIANCE_<FLAG>"`` only when the variable is non-empty. An arm is therefore
+one env line (``RADIANCE_PREFILL_INTERLEAVE=2``) and its rollback is the env line that
+restores the value before the arm (``RADIANCE_PREFILL_INTERLEAVE=0``), or the empty
+line (``RADIANCE_MAX_NUM_SEQS=``: flag not passed, the build's default) when the value
+before is unknown. Never a rebuild. Because the flag is passed conditionally, a deploy
+proves nothing: verify argv first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from pdcensus.errors import UsageError
+
+ENV_PREFIX = "RADIANCE_"
+
+
+class ActsOn(str, Enum):
+    """The mechanism a knob acts on (the census verdict's words, plus self-made prefill)."""
+
+    STEP_TIME_SHARING = "step-time-sharing"
+    EVICTION = "eviction"
+    PREEMPTION_STALL = "preemption-stall"
+    SELF_MADE_PREFILL = "self-made-prefill"
+    PREFILL_SPEED = "prefill-speed"
+
+
+class CounterCheck(str, Enum):
+    """How verify-arm reads the counter (or gauge) a knob moves."""
+
+    LEAVES_ZERO = "leaves-zero"  # a counter's increase over the after window must be > 0
+    GAUGE_AT_MOST = "gauge-at-most"  # a gauge must never exceed the knob's value
+    RATIO_DROPS = "ratio-drops"  # a counter ratio must drop between before and after
+    CHUNK_STEP_MOVES = "chunk-step-moves"  # the ledger's mean chunk step must move
+    NONE = "none"  # nothing in the metric set moves; boot ledger / argv only
+
+
+@dataclass(frozen=True)
+class Knob:
+    """One catalogue entry: semantics, cost, preconditions, interactions, verification."""
+
+    flag: str
+    argument: str
+    default: str | None
+    role: str
+    acts_on: tuple[ActsOn, ...]
+    semantics: str
+    cost: str
+    preconditions: tuple[str, ...]
+    interactions: tuple[str, ...]
+    counter: str | None
+    counter_check: CounterCheck
+    bucket_pair: str
+
+    @property
+    def env_var(self) -> str:
+        return env_var_for(self.flag)
+
+    def env_line(self, value: str) -> str:
+        """The arm: one env line the serve script turns into ``--flag value``."""
+        return f"{self.env_var}={value}"
+
+    def rollback_env_line(self, value_before: str | None = None) -> str:
+        """The rollback: the value before the arm, else the default, else empty (not passed)."""
+        before = value_before if value_before is not None else self.default
+        return f"{self.env_var}={before if before is not None else ''}"
+
+    def argv_check(self, value: str | None = None) -> str:
+        want = f"{self.flag} {value}" if value is not None else self.flag
+        return (
+            f"tr '\\0' ' ' < /proc/$(pidof radiance)/cmdline | grep -o -- '{want}' "
+            f"(or pdcensus verify-arm --pid PID --flag {self.flag}"
+            + (f"={value}" if value is not None else "")
+            + ")"
+        )
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "flag": self.flag,
+            "argument": self.argument,
+            "default": self.default,
+            "role": self.role,
+            "acts_on": [a.value for a in self.acts_on],
+            "semantics": self.semantics,
+            "cost": self.cost,
+            "preconditions": list(self.preconditions),
+            "interactions": list(self.interactions),
+            "env_var": self.env_var,
+            "counter": self.counter,
+            "counter_check": self.counter_check.value,
+            "bucket_pair": self.bucket_pair,
+        }
+
+
+def env_var_for(flag: str) -> str:
+    """``--prefill-interleave`` -> ``RADIANCE_PREFILL_INTERLEAVE``."""
+    return ENV_PREFIX + flag.lstrip("-").upper().replace("-", "_")
+
+
+def flag_for_env_var(name: str) -> str | None:
+    """``RADIANCE_PREFILL_INTERLEAVE`` -> ``--prefill-interleave`` (None without the prefix)."""
+    if not name.startswith(ENV_PREFIX) or len(name) == len(ENV_PREFIX):
+        return None
+    return "--" + name[len(ENV_PREFIX):].lower().replace("_", "-")
+
+
+_BUCKET_PAIR = (
+    "bucket radiance:decode_tokens_per_second / vllm:num_requests_running by "
+    "radiance:prefill_tokens_per_second from the same scrape, before and after, with the SAME "
+    "bucket edges; compare the busy buckets' per-stream decode rate and TTFT quantiles"
+)
+
+CATALOGUE: dict[str, Knob] = {
+    k.flag: k
+    for k in (
+        Knob(
+            flag="--prefill-interleave",
+            argument="N",
+            default="0",
+            role="the decoder dial",
+            acts_on=(ActsOn.STEP_TIME_SHARING,),
+            semantics=(
+                "N decode-only steps follow any chunk step taken beside decoders; held steps "
+                "admit nothing. A decoder beside a prefill gets N+1 tokens per chunk step + N "
+                "decode-only steps."
+            ),
+            cost=(
+                "the prefilling prompt's TTFT stretches by N decode-only steps per chunk step; "
+                "a queued request waits up to N held steps for its first step"
+            ),
+            preconditions=(
+                "the build counts held steps (radiance 1.8.x); 1.0.13 accepts the flag and ignores it",
+                "decoders run beside the prefill (it holds nothing for a lone prefill)",
+            ),
+            interactions=(
+                "--prefill-span re-funds only a lone prefill, so it cannot buy back held steps "
+                "while decoders run",
+            ),
+            counter="radiance:engine_steps_held_total",
+            counter_check=CounterCheck.LEAVES_ZERO,
+            bucket_pair=_BUCKET_PAIR,
+        ),
+        Knob(
+            flag="--busy-prefill-chunk",
+            argument="auto|N",
+            default="auto",
+            role="a prefill-speed dial, not decoder protection",
+            acts_on=(ActsOn.PREFILL_SPEED, ActsOn.EVICTION),
+            semantics=(
+                "the chunk size while decoders run; auto reserves 1+spec rows per decoding "
+                "sequence and 1/8 of the budget per waiting request; the source refuses to halve "
+                "for decode rows alone"
+            ),
+            cost=(
+                "a smaller chunk means more chunk steps per prompt (longer TTFT); it does not "
+                "protect decoders, each chunk step still holds them"
+            ),
+            preconditions=(
+                "never below the prefill stager's smallest pass (named on the boot line): below it "
+                "every routed layer reads its pooled experts synchronously",
+            ),
+            interactions=("bounded above by --max-num-batched-tokens",),
+            counter=None,
+            counter_check=CounterCheck.CHUNK_STEP_MOVES,
+            bucket_pair=_BUCKET_PAIR,
+        ),
+        Knob(
+            flag="--prefill-span",
+            argument="N",
+            default="1",
+            role="re-funds a lone prefill",
+            acts_on=(ActsOn.PREFILL_SPEED,),
+            semantics=(
+                "a lone prefill takes N checkpoint intervals per step and skips the intermediate "
+                "snapshot writes"
+            ),
+            cost=(
+                "its extra intervals land on the arena that the expert slab loses (evictions, a "
+                "lagged decode tail)"
+            ),
+            preconditions=("--max-num-batched-tokens = N checkpoint intervals",),
+            interactions=(
+                "re-funds a lone prefill only: it cannot buy back held steps while decoders run",
+            ),
+            counter=None,
+            counter_check=CounterCheck.NONE,
+            bucket_pair=_BUCKET_PAIR,
+        ),
+        Knob(
+            flag="--checkpoint-policy",
+            argument="geometric-backoff|tip-only|keep-all",
+            default="geometric-backoff",
+            role="linear-state checkpoint retention",
+            acts_on=(ActsOn.SELF_MADE_PREFILL,),
+            semantics=(
+                "retention only: snapshot writes happen at every interval whatever the policy "
+                "says; a prefix hit reuses up to the last retained checkpoint and replays the rest"
+            ),
+            cost="keep-all buys a bounded replay (< one interval) for pinned host RAM; no extra PCIe",
+            preconditions=(
+                "enum members from the pinned source's validator, never from memory",
+                "--checkpoint-slots auto = policy held() + 1 per --max-num-seqs, within an eighth "
+                "of host RAM",
+            ),
+            interactions=(
+                "shortening --checkpoint-interval does NOT fix deep divergence under "
+                "geometric-backoff",
+            ),
+            counter="radiance:prefix_hit_cut_tokens_total",
+            counter_check=CounterCheck.RATIO_DROPS,
+            bucket_pair=_BUCKET_PAIR,
+        ),
+        Knob(
+            flag="--checkpoint-interval",
+            argument="TOKENS",
+            default=None,
+            role="snapshot spacing",
+            acts_on=(ActsOn.SELF_MADE_PREFILL,),
+            semantics="a linear-state snapshot is written every interval of prompt tokens",
+            cost="every cut multiplies the snapshot writes (PCIe, chunk step time)",
+            preconditions=(),
+            interactions=(
+                "under geometric-backoff the coarsest retained scale is the largest interval x 2^k "
+                "under the depth, so the deepest gap stays about half the prompt whatever the "
+                "interval",
+                "--prefill-span N needs --max-num-batched-tokens = N intervals",
+            ),
+            counter="radiance:prefix_hit_cut_tokens_total",
+            counter_check=CounterCheck.RATIO_DROPS,
+            bucket_pair=_BUCKET_PAIR,
+        ),
+        Knob(
+            flag="--checkpoint-slots",
+            argument="auto|N",
+            default="auto",
+            role="pinned host RAM for retained snapshots",
+            acts_on=(ActsOn.SELF_MADE_PREFILL,),
+            semantics="a total over all sequences; auto = policy held() + 1, per --max-num-seqs",
+            cost="pinned host RAM, within an eighth of host RAM",
+            preconditions=("within an eighth of host RAM",),
+            interactions=("too few slots drop retained checkpoints whatever the policy",),
+            counter=None,
+            counter_check=CounterCheck.NONE,
+            bucket_pair=_BUCKET_PAIR,
+        ),
+        Knob(
+            flag="--max-num-batched-tokens",
+            argument="TOKENS",
+            default=None,
+            role="the blunt rung",
+            acts_on=(ActsOn.EVICTION, ActsOn.PREFILL_SPEED),
+            semantics="the token budget of one step, and so the arena a chunk step borrows",
+            cost=(
+                "raising it raises the arena the expert slab loses, and its resonance on an "
+                "expert-tiered payload can be violent; lowering it slows every prefill"
+            ),
+            preconditions=("--prefill-span N needs it equal to N checkpoint intervals",),
+            interactions=("bounds --busy-prefill-chunk",),
+            counter=None,
+            counter_check=CounterCheck.CHUNK_STEP_MOVES,
+            bucket_pair=_BUCKET_PAIR,
+        ),
+        Knob(
+            flag="--max-num-seqs",
+            argument="N",
+            default=None,
+            role="KV headroom",
+            acts_on=(ActsOn.PREEMPTION_STALL,),
+            semantics="the most sequences in the running batch; KV demand grows with it x context",
+            cost="fewer concurrent streams: arrivals queue (TTFT) when the batch is full",
+            preconditions=("sequences x mean context must fit the KV pool with headroom",),
+            interactions=("--checkpoint-slots auto scales with it",),
+            counter="vllm:num_requests_running",
+            counter_check=CounterCheck.GAUGE_AT_MOST,
+            bucket_pair=_BUCKET_PAIR,
+        ),
+    )
+}
+
+
+def get_knob(flag: str) -> Knob:
+    """The catalogue entry for a flag (``--x`` or ``x``); UsageError lists the knobs."""
+    name = flag if flag.startswith("--") else "--" + flag
+    try:
+        return CATALOGUE[name]
+    except KeyError:
+        raise UsageError(
+            f"no knob {flag!r} in the catalogue; choose one of: {', '.join(CATALOGUE)}"
+        ) from None
+
+
+def knobs_acting_on(mechanism: ActsOn) -> list[Knob]:
+    return [k for k in CATALOGUE.values() if mechanism in k.acts_on]

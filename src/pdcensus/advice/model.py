@@ -1,0 +1,181 @@
+"""Typed values that advice produces: recommendations, lint findings and arm verdicts.
+
+Every value is a frozen dataclass with ``to_dict()`` giving the JSON form that the census
+report's ``advice`` list, ``pdcensus lint --json`` and ``pdcensus verify-arm --json`` print.
+Numbers stay numbers (seconds, tokens per second, ratios); the human sentence sits beside
+them, never instead of them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+
+class Severity(str, Enum):
+    """How bad a lint finding is; ``--strict`` fails only on ERROR."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+class ArmOutcome(str, Enum):
+    """What ``verify-arm`` concluded about one knob."""
+
+    ENGAGED = "engaged"
+    NOT_ENGAGED = "not-engaged"
+    INCONCLUSIVE = "inconclusive"
+
+
+class StepStatus(str, Enum):
+    """The result of one step of arm verification (argv, counter, bucket pair)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+    SKIPPED = "skipped"
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe copy: NaN/inf become None, enums their value, mappings/tuples recurse."""
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else value
+    if isinstance(value, Mapping):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class LintFinding:
+    """One problem in a runbook: the rule, the 1-based line and the flag/value/expression."""
+
+    rule: str
+    severity: Severity
+    line: int
+    subject: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rule": self.rule,
+            "severity": self.severity.value,
+            "line": self.line,
+            "subject": self.subject,
+            "message": self.message,
+        }
+
+
+@dataclass(frozen=True)
+class VerificationPlan:
+    """How to prove an arm engaged, in the runbook's order: argv, counter, bucket pair."""
+
+    argv: str
+    counter: str
+    bucket_pair: str
+    command: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "argv": self.argv,
+            "counter": self.counter,
+            "bucket_pair": self.bucket_pair,
+            "command": self.command,
+        }
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """One knob to turn, with the effect predicted from the census's own ledger and buckets.
+
+    ``predicted`` holds the numbers (keys name their units); ``tradeoff`` is a table of
+    rows (one mapping per candidate value) where the knob is a dial.
+    """
+
+    mechanism: str
+    knob: str
+    value: str
+    env_line: str
+    rollback_env_line: str
+    summary: str
+    predicted: Mapping[str, float] = field(default_factory=dict)
+    cost: str = ""
+    preconditions: tuple[str, ...] = ()
+    verification: VerificationPlan | None = None
+    tradeoff: tuple[Mapping[str, float], ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def argv_fragment(self) -> str:
+        return f"{self.knob} {self.value}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "mechanism": self.mechanism,
+            "knob": self.knob,
+            "value": self.value,
+            "env_line": self.env_line,
+            "rollback_env_line": self.rollback_env_line,
+            "summary": self.summary,
+            "predicted": _clean(self.predicted),
+            "cost": self.cost,
+            "preconditions": list(self.preconditions),
+            "verification": self.verification.to_dict() if self.verification else None,
+            "tradeoff": _clean(self.tradeoff),
+            "notes": list(self.notes),
+        }
+
+
+@dataclass(frozen=True)
+class ArmStep:
+    """One verification step with its evidence as numbers."""
+
+    name: str
+    status: StepStatus
+    detail: str
+    numbers: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "status": self.status.value,
+            "detail": self.detail,
+            "numbers": _clean(self.numbers),
+        }
+
+
+@dataclass(frozen=True)
+class ArmVerdict:
+    """``verify-arm``'s answer: the outcome, the step that failed and every step's evidence."""
+
+    flag: str
+    value: str | None
+    outcome: ArmOutcome
+    failed_step: str | None
+    reason: str
+    steps: tuple[ArmStep, ...]
+    predicted: Mapping[str, float] = field(default_factory=dict)
+    observed: Mapping[str, float] = field(default_factory=dict)
+
+    def step(self, name: str) -> ArmStep | None:
+        return next((s for s in self.steps if s.name == name), None)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema": "pdcensus/verify-arm/v1",
+            "flag": self.flag,
+            "value": self.value,
+            "verdict": self.outcome.value,
+            "failed_step": self.failed_step,
+            "reason": self.reason,
+            "steps": [s.to_dict() for s in self.steps],
+            "predicted": _clean(self.predicted),
+            "observed": _clean(self.observed),
+        }

@@ -1,0 +1,257 @@
+"""Recommendations: the knob that acts on the measured mechanism, with its predicted effect.
+
+Every number comes from the census's own report (the step ledger's mean chunk step and
+decode-only step, the bucket table's idle and busy per-stream rates and TTFT quantiles,
+the lag test, the preemption bursts) plus the flags in effect and the boot ledger; the
+arithmetic is in :mod:`pdcensus.advice.predict`, the semantics in
+:mod:`pdcensus.advice.knobs`. Being wrong with confidence is the worst outcome: where
+the numbers a prediction needs are missing, the recommendation says so instead of
+guessing, and ``none``/``inconclusive`` verdicts get no knob at all.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from pdcensus.advice import predict
+from pdcensus.advice.evidence import BootLedger
+from pdcensus.advice.knobs import get_knob
+from pdcensus.advice.model import Recommendation, VerificationPlan
+from pdcensus.census.model import BucketTable, CensusReport, LedgerResult, Mechanism
+
+DEFAULT_TARGET_DECODE_SHARE = 0.5
+
+
+def _finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def _int_flag(flags: Mapping[str, str], flag: str, default: int | None = None) -> int | None:
+    try:
+        return int(flags[flag])
+    except (KeyError, ValueError):
+        return default
+
+
+def _plan(flag: str, value: str, counter_text: str) -> VerificationPlan:
+    knob = get_knob(flag)
+    return VerificationPlan(
+        argv=knob.argv_check(value),
+        counter=counter_text,
+        bucket_pair=knob.bucket_pair,
+        command=(f"pdcensus verify-arm --before BEFORE --after AFTER --flag {flag}={value} "
+                 "--pid $(pidof radiance)"),
+    )
+
+
+def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flags: Mapping[str, str],
+                         target_decode_share: float = DEFAULT_TARGET_DECODE_SHARE,
+                         profile: str = "") -> Recommendation:
+    """``--prefill-interleave N`` for step-time sharing, N picked for the target share."""
+    knob = get_knob("--prefill-interleave")
+    current = _int_flag(flags, knob.flag, 0) or 0
+    rollback = knob.rollback_env_line(str(current))
+    if not (ledger.available and _finite(ledger.chunk_step_seconds) and _finite(ledger.decode_step_seconds)
+            and ledger.chunk_step_seconds > 0 and ledger.decode_step_seconds > 0):
+        return Recommendation(
+            "step-time-sharing", knob.flag, "N", knob.env_line("N"), rollback,
+            summary=("no step ledger on this build, so no predicted effect: the decode-only and held "
+                     "step counters exist from radiance 1.8.x on (1.0.13 accepts --prefill-interleave "
+                     "and holds nothing); upgrade the pin, then rerun the census"),
+            cost=knob.cost, preconditions=knob.preconditions,
+            notes=tuple(n for n in (f"ledger: {ledger.reason}", f"profile: {profile}" if profile else "") if n),
+        )
+    chunk, decode = ledger.chunk_step_seconds, ledger.decode_step_seconds
+    idle_row = buckets.rows[0] if buckets and buckets.rows else None
+    busy_row = buckets.rows[-1] if buckets and len(buckets.rows) > 1 else None
+    idle = idle_row.per_stream_tokens_per_second if idle_row else math.nan
+    idle_basis = "the idle bucket's per-stream rate"
+    if not _finite(idle) or idle <= 0:
+        idle, idle_basis = 1.0 / decode, "1 / decode-only step (no idle bucket rate)"
+    n, reached = predict.choose_interleave(target_decode_share, chunk, decode, idle)
+    chosen = predict.interleave_point(n, chunk, decode, idle)
+    now = predict.interleave_point(current, chunk, decode, idle)
+    ttft_now = float(busy_row.ttft_p90_seconds) if busy_row else math.nan
+    scale = chosen.ttft_stretch / now.ttft_stretch
+    values = sorted(set(predict.TRADEOFF_VALUES) | {n})
+    measured_busy = busy_row.per_stream_tokens_per_second if busy_row else math.nan
+    saturated = (predict.saturated_share(measured_busy, current, chunk, decode) if _finite(measured_busy)
+                 else math.nan)
+    rows = []
+    for point in predict.interleave_tradeoff(chunk, decode, idle, values):
+        row = point.to_row()
+        row["busy_bucket_per_stream_tokens_per_second"] = (
+            predict.busy_bucket_rate(point.interleave, saturated, chunk, decode) if _finite(saturated) else math.nan)
+        row["prompt_ttft_p90_seconds_at_least"] = ttft_now * point.ttft_stretch / now.ttft_stretch
+        rows.append(row)
+    predicted = {
+        "interleave": float(n),
+        "target_decode_share": target_decode_share,
+        "per_stream_tokens_per_second_during_prefill": chosen.per_stream_tokens_per_second,
+        "share_of_idle": chosen.share_of_idle,
+        "per_stream_tokens_per_second_during_prefill_now": now.per_stream_tokens_per_second,
+        "measured_busy_per_stream_tokens_per_second": measured_busy,
+        "busy_bucket_saturated_share": saturated,
+        "busy_bucket_per_stream_tokens_per_second_predicted": (
+            predict.busy_bucket_rate(n, saturated, chunk, decode) if _finite(saturated) else math.nan),
+        "idle_per_stream_tokens_per_second": idle,
+        "chunk_step_seconds": chunk,
+        "decode_step_seconds": decode,
+        "ttft_stretch": scale,
+        "added_seconds_per_chunk_step": chosen.added_seconds_per_chunk_step,
+        "held_steps_per_chunk_step": float(n),
+        "busy_ttft_p90_seconds_now": ttft_now,
+        "busy_ttft_p90_seconds_at_least": ttft_now * scale,
+        "prefill_load_now": ledger.chunk_share_of_step_time,
+        "prefill_load_predicted": ledger.chunk_share_of_step_time * (1 + n * decode / chunk),
+    }
+    summary = (
+        f"--prefill-interleave {n}: a decoder beside a prefill gets {n + 1} tokens per chunk step + {n} "
+        f"decode-only steps = ({n}+1) / ({chunk:.3f} s + {n} x {decode:.4f} s) = "
+        f"{chosen.per_stream_tokens_per_second:.1f} tok/s per stream, {chosen.share_of_idle:.0%} of "
+        f"{idle_basis} {idle:.1f} tok/s (now {now.per_stream_tokens_per_second:.1f} tok/s); the "
+        f"prefilling prompt's TTFT stretches x{scale:.2f} (+{chosen.added_seconds_per_chunk_step * 1000:.0f} ms "
+        "per chunk step)"
+    )
+    notes = [f"target: keep {target_decode_share:.0%} of the idle per-stream rate during prefill",
+             "TTFT: the stretch is the prompt's own; queued requests wait behind the stretched prefill "
+             "too, so where busy periods run back to back TTFT p90 grows faster than the stretch"]
+    if not reached:
+        notes.append(f"no N up to {predict.MAX_INTERLEAVE} reaches the target: the share tends to "
+                     f"(1/D)/idle = {(1 / decode) / idle:.0%}")
+    if n == current:
+        notes.append(f"the flags in effect already hold {current} steps per chunk step")
+    counter = (f"{knob.counter} must leave zero in the after window; about {n} held steps per chunk "
+               "step taken beside decoders")
+    return Recommendation(
+        "step-time-sharing", knob.flag, str(n), knob.env_line(str(n)), rollback, summary, predicted,
+        cost=knob.cost, preconditions=knob.preconditions, verification=_plan(knob.flag, str(n), counter),
+        tradeoff=tuple(rows), notes=tuple(notes),
+    )
+
+
+def recommend_arena(ledger: LedgerResult, report: CensusReport, flags: Mapping[str, str],
+                    boot: BootLedger) -> Recommendation:
+    """Eviction: shrink the arena loan (the step budget; first a prefill span above 1)."""
+    span = _int_flag(flags, "--prefill-span", 1) or 1
+    interval = _int_flag(flags, "--checkpoint-interval")
+    budget = _int_flag(flags, "--max-num-batched-tokens")
+    floor = boot.stager_smallest_pass_tokens
+    notes: list[str] = []
+    if span > 1 and interval:
+        knob, new = get_knob("--prefill-span"), 1
+        new_budget = interval
+        notes.append(f"with --prefill-span 1 set --max-num-batched-tokens {interval} (1 interval)")
+    else:
+        knob = get_knob("--max-num-batched-tokens")
+        new_budget = max(budget // 2, floor or 0) if budget else 0
+        new = new_budget
+    before = str(span if knob.flag == "--prefill-span" else budget) if (budget or span > 1) else None
+    predicted: dict[str, float] = {"lag_tail_effect": report.lag.tail_effect}
+    if budget and new_budget:
+        predicted["arena_loan_fraction_of_now"] = new_budget / budget
+        if ledger.available and _finite(ledger.chunk_step_seconds) and _finite(ledger.decode_step_seconds):
+            predicted["prefill_seconds_per_token_ratio"] = predict.prefill_cost_ratio(
+                new_budget, budget, ledger.chunk_step_seconds, ledger.decode_step_seconds)
+    if floor is not None:
+        predicted["stager_smallest_pass_tokens"] = float(floor)
+    value = str(new) if new else "N"
+    summary = (f"{knob.flag} {value}: the arena a chunk step borrows shrinks to "
+               f"{predicted.get('arena_loan_fraction_of_now', math.nan):.0%} of now, so the expert slab "
+               "loses less and the lagged decode tail should shrink; prefill costs "
+               f"x{predicted.get('prefill_seconds_per_token_ratio', math.nan):.2f} seconds per prompt token")
+    if not budget:
+        notes.append("--max-num-batched-tokens not known (give the argv or boot ledger): no numbers")
+    counter = ("no counter moves with the arena (it has no metric): verify argv, then the lag test in the "
+               "after window must show the 2-14 min tail shrink")
+    return Recommendation(
+        "eviction", knob.flag, value, knob.env_line(value), knob.rollback_env_line(before), summary,
+        predicted, cost=knob.cost, preconditions=knob.preconditions + tuple(
+            [f"never below the prefill stager's smallest pass ({floor} tokens, boot ledger)"] if floor else []),
+        verification=_plan(knob.flag, value, counter), notes=tuple(notes),
+    )
+
+
+def recommend_checkpoints(depths_tokens: Sequence[int], flags: Mapping[str, str],
+                          depths_basis: str = "measured hit depths") -> Recommendation:
+    """Self-made prefill (prefix-hit cuts): retention arithmetic per policy at the depths."""
+    knob = get_knob("--checkpoint-policy")
+    interval = _int_flag(flags, "--checkpoint-interval") or 4096
+    current = flags.get(knob.flag, knob.default or "geometric-backoff")
+    rows = []
+    for policy in predict.POLICIES:
+        for i in (interval, interval // 2, interval // 4):
+            rows.append({
+                "policy": policy, "interval_tokens": float(i),
+                "mean_replay_tokens_continuing": predict.mean_replay(policy, depths_tokens, i),
+                "mean_replay_tokens_diverging": predict.mean_replay(policy, depths_tokens, i, diverged=True),
+                "snapshot_writes_per_prompt": sum(predict.snapshot_writes(d, i) for d in depths_tokens)
+                / max(1, len(depths_tokens)),
+                "held_checkpoints_per_sequence": sum(predict.held_checkpoints(policy, d, i)
+                                                     for d in depths_tokens) / max(1, len(depths_tokens)),
+            })
+    now = predict.mean_replay(current, depths_tokens, interval, diverged=True)
+    keep = predict.mean_replay("keep-all", depths_tokens, interval, diverged=True)
+    half = predict.mean_replay(current, depths_tokens, max(1, interval // 2), diverged=True)
+    predicted = {"interval_tokens": float(interval), "mean_replay_tokens_now": now,
+                 "mean_replay_tokens_keep_all": keep,
+                 "mean_replay_tokens_now_half_interval": half,
+                 "replay_saved_per_hit_tokens": now - keep}
+    summary = (f"--checkpoint-policy keep-all: a prefix hit replays {keep:.0f} tokens on average instead of "
+               f"{now:.0f} under {current} at the {depths_basis}; halving --checkpoint-interval under "
+               f"{current} replays {half:.0f} (the ladder's coarsest scale is the largest interval x 2^k "
+               "under the depth) and doubles the snapshot writes")
+    counter = (f"{knob.counter} per prompt token must drop between the before and after windows")
+    return Recommendation(
+        "self-made-prefill", knob.flag, "keep-all", knob.env_line("keep-all"),
+        knob.rollback_env_line(current), summary, predicted, cost=knob.cost,
+        preconditions=knob.preconditions, verification=_plan(knob.flag, "keep-all", counter),
+        tradeoff=tuple(rows), notes=(f"depths: {depths_basis}",),
+    )
+
+
+def recommend_kv_headroom(report: CensusReport, flags: Mapping[str, str], boot: BootLedger) -> Recommendation:
+    """Preemption stall: fewer sequences so sequences x context fits the KV pool."""
+    knob = get_knob("--max-num-seqs")
+    running = report.timeline.running if report.timeline else ()
+    finite = [r for r in running if math.isfinite(r)]
+    peak = max(finite) if finite else math.nan
+    current = _int_flag(flags, knob.flag)
+    base = current if current else (int(peak) if _finite(peak) else 0)
+    new = max(1, int(math.floor(base * 0.75))) if base else 0
+    value = str(new) if new else "N"
+    predicted = {"peak_running": peak, "preemptions": report.preemption.total,
+                 "kv_demand_fraction_of_peak": new / peak if new and _finite(peak) and peak > 0 else math.nan}
+    if boot.kv_capacity_tokens:
+        predicted["kv_capacity_tokens"] = float(boot.kv_capacity_tokens)
+    summary = (f"--max-num-seqs {value}: KV demand at the peak batch drops to "
+               f"{predicted['kv_demand_fraction_of_peak']:.0%}, leaving headroom so a sequence is not "
+               "preempted and re-prefilled from token 0")
+    counter = ("increase(vllm:num_preemptions_total) in the after window must fall to ~0 and "
+               f"vllm:num_requests_running never exceed {value}")
+    return Recommendation(
+        "preemption-stall", knob.flag, value, knob.env_line(value),
+        knob.rollback_env_line(str(current) if current else None), summary, predicted, cost=knob.cost,
+        preconditions=knob.preconditions, verification=_plan(knob.flag, value, counter),
+    )
+
+
+def recommend(report: CensusReport, flags: Mapping[str, str] | None = None, boot: BootLedger | None = None,
+              target_decode_share: float = DEFAULT_TARGET_DECODE_SHARE,
+              prefix_hit_depths_tokens: Sequence[int] = ()) -> tuple[Recommendation, ...]:
+    """One recommendation per mechanism the verdict found (none for none/inconclusive)."""
+    flags = dict(flags or {})
+    boot = boot or BootLedger()
+    found = set(report.verdict.mechanisms) | {report.verdict.mechanism}
+    out: list[Recommendation] = []
+    if Mechanism.STEP_TIME_SHARING in found:
+        out.append(recommend_interleave(report.ledger, report.buckets, flags, target_decode_share, report.profile))
+    if Mechanism.EVICTION in found:
+        out.append(recommend_arena(report.ledger, report, flags, boot))
+    if Mechanism.PREEMPTION_STALL in found:
+        out.append(recommend_kv_headroom(report, flags, boot))
+    self_made = any(t.fired and "prefix" in t.name for t in report.traps)
+    if self_made and prefix_hit_depths_tokens:
+        out.append(recommend_checkpoints(prefix_hit_depths_tokens, flags))
+    return tuple(out)

@@ -1,0 +1,169 @@
+"""Runbook lint: each mistake found at its line, none on a correct runbook, CLI contract."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pdcensus.advice.flags import load_schema
+from pdcensus.advice.lint import duration_seconds, lint_file, lint_text
+from pdcensus.sources.openmetrics_writer import write_openmetrics
+
+from .synthetic import step_time_sharing
+
+DATA = Path(__file__).parent / "data"
+SOURCES = Path(__file__).parent.parent / "fixtures" / "config_sources"
+SOURCE = SOURCES / "struct_rows.cpp"
+
+
+def _by_rule(findings: list) -> dict[str, list]:  # type: ignore[type-arg]
+    out: dict[str, list] = {}  # type: ignore[type-arg]
+    for f in findings:
+        out.setdefault(f.rule, []).append(f)
+    return out
+
+
+def test_each_mistake_in_the_bad_runbook_is_found_at_its_line() -> None:
+    report = lint_file(str(DATA / "bad_runbook.md"), str(SOURCE))
+    got = {(f.rule, f.line, f.subject) for f in report.findings}
+    assert ("unknown-enum-value", 8, "--checkpoint-policy keep_all") in got
+    assert ("unknown-flag", 9, "--prefill-interleaving") in got
+    assert ("unknown-enum-value", 12, "--checkpoint-policy tip_only") in got  # from the env line
+    assert ("unknown-enum-value", 13, "--checkpoint-policy keep-everything") in got  # prose member list
+    assert ("latency-under-radiance", 15, "radiance:time_to_first_token_seconds_bucket") in got
+    rules = _by_rule(list(report.findings))
+    assert [f.line for f in rules["rate-over-instant-depth"]] == [17]
+    assert [f.line for f in rules["diluted-mean-step"]] == [19]
+    assert [(f.line, f.subject) for f in rules["query-step-over-30s"]] == [(24, "&step=120s")]
+    assert all(f.severity.value == "error" for f in report.findings)
+
+
+def test_an_unknown_enum_value_lists_the_validators_members() -> None:
+    report = lint_file(str(DATA / "bad_runbook.md"), str(SOURCE))
+    finding = next(f for f in report.findings if f.subject == "--checkpoint-policy keep_all")
+    assert "geometric-backoff, tip-only, keep-all" in finding.message
+    assert "validator line" in finding.message and "config_parse" in finding.message
+
+
+def test_an_unknown_flag_suggests_the_closest_real_one() -> None:
+    report = lint_file(str(DATA / "bad_runbook.md"), str(SOURCE))
+    finding = next(f for f in report.findings if f.rule == "unknown-flag")
+    assert "did you mean --prefill-interleave" in finding.message
+
+
+@pytest.mark.parametrize("source", sorted(p.name for p in SOURCES.iterdir()))
+def test_the_correct_runbook_has_no_finding_against_any_layout_of_the_source(source: str) -> None:
+    text = (DATA / "good_runbook.md").read_text()
+    schema = load_schema(SOURCES / source)
+    findings = [f for f in lint_text(text, schema) if f.subject != "--model"]
+    assert findings == []
+
+
+def test_the_census_runbook_itself_passes_lint() -> None:
+    report = lint_file(str(DATA / "census_runbook.md"), str(SOURCE))
+    assert list(report.findings) == []
+
+
+def test_a_serve_script_is_checked_as_shell_and_other_tools_flags_are_left_alone() -> None:
+    report = lint_file(str(DATA / "serve_arm.sh"), str(SOURCE))
+    got = {(f.rule, f.line, f.subject) for f in report.findings}
+    assert ("unknown-enum-value", 6, "--checkpoint-policy tiponly") in got
+    assert ("unknown-enum-value", 7, "--busy-prefill-chunk fast") in got
+    assert ("non-integer-value", 9, "--max-num-seqs auto") in got
+    assert not any("--silent" in f.subject or "--max-time" in f.subject for f in report.findings)
+    assert len(report.findings) == 3
+
+
+def test_metric_names_are_checked_against_the_builds_own_metric_set(tmp_path: Path) -> None:
+    new = tmp_path / "new.om"
+    old = tmp_path / "old.om"
+    write_openmetrics(step_time_sharing(2, duration_seconds=600), new)
+    write_openmetrics(step_time_sharing(2, build="1.0.13", duration_seconds=600), old)
+    runbook = tmp_path / "rb.md"
+    runbook.write_text("Held: `increase(radiance:engine_steps_held_total[10m])`\n"
+                       "Typo: `increase(radiance:engine_steps_held_totl[10m])`\n"
+                       "TTFT: `vllm:time_to_first_token_seconds_bucket`\n")
+    on_new = lint_file(str(runbook), str(SOURCE), str(new))
+    on_old = lint_file(str(runbook), str(SOURCE), str(old))
+    assert [(f.line, f.subject) for f in on_new.findings] == [(2, "radiance:engine_steps_held_totl")]
+    assert {(f.line, f.subject) for f in on_old.findings} == {
+        (1, "radiance:engine_steps_held_total"), (2, "radiance:engine_steps_held_totl")}
+    assert on_new.metrics_checked
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [pytest.param("2m", 120.0, id="minutes"), pytest.param("1m30s", 90.0, id="compound"),
+     pytest.param("45", 45.0, id="plain-seconds"), pytest.param("500ms", 0.5, id="milliseconds")],
+)
+def test_durations_read_as_prometheus_writes_them(text: str, seconds: float) -> None:
+    assert duration_seconds(text) == seconds
+
+
+@pytest.mark.parametrize(
+    ("line", "flagged"),
+    [
+        pytest.param("`max_over_time(x[1h:2m])`", True, id="subquery-resolution"),
+        pytest.param("`promtool query range --step 60s http://p radiance:x`", True, id="cli-step"),
+        pytest.param('{"step": "1m"}', True, id="json-step"),
+        pytest.param("`max_over_time(x[1h:15s])`", False, id="short-subquery"),
+        pytest.param("a 15 s scrape against a 120 s step samples one in eight", False, id="prose"),
+    ],
+)
+def test_a_query_step_over_30_seconds_is_found_in_its_written_forms(line: str, flagged: bool) -> None:
+    schema = load_schema(SOURCE)
+    rules = [f.rule for f in lint_text(line + "\n", schema)]
+    assert ("query-step-over-30s" in rules) is flagged
+
+
+def test_the_phase_ratio_is_not_mistaken_for_the_diluted_mean() -> None:
+    schema = load_schema(SOURCE)
+    text = ("`(rate(radiance:engine_step_seconds_total[2m]) - rate(radiance:engine_step_seconds_decode_total[2m]))"
+            " / (rate(radiance:engine_steps_total[2m]) - rate(radiance:engine_steps_decode_total[2m]))`\n"
+            "`sum(rate(radiance:engine_step_seconds_total[2m])) / sum(rate(radiance:engine_steps_total[2m]))`\n")
+    assert [(f.rule, f.line) for f in lint_text(text, schema)] == [("diluted-mean-step", 2)]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pdcensus", *args], capture_output=True, text=True, timeout=60)
+
+
+def test_cli_json_lists_findings_and_exits_zero_without_strict() -> None:
+    proc = _cli("lint", str(DATA / "bad_runbook.md"), "--source", str(SOURCE), "--json")
+    assert proc.returncode == 0, proc.stderr
+    findings = json.loads(proc.stdout)["findings"]
+    assert {"rule", "severity", "line", "subject", "message"} == set(findings[0])
+    assert len(findings) == 8  # the eight mistakes the bad runbook holds
+
+
+def test_cli_strict_exits_one_on_errors_and_zero_on_a_clean_runbook() -> None:
+    assert _cli("lint", str(DATA / "bad_runbook.md"), "--source", str(SOURCE), "--strict").returncode == 1
+    assert _cli("lint", str(DATA / "good_runbook.md"), "--source", str(SOURCE), "--strict").returncode == 0
+
+
+def test_cli_missing_source_prints_one_error_line_and_exits_two() -> None:
+    proc = _cli("lint", str(DATA / "good_runbook.md"), "--source", "/nonexistent/config.cpp")
+    assert proc.returncode == 2
+    assert proc.stderr.strip().count("\n") == 0 and proc.stderr.startswith("error: ")
+
+
+@pytest.mark.parametrize("value", ["keepall", "tip_only", "keep-all"])
+def test_lint_refuses_exactly_the_policy_values_the_simulated_engine_refuses(tmp_path: Path, value: str) -> None:
+    config = pytest.importorskip("pdcensus.sim.config")
+    source_mod = pytest.importorskip("pdcensus.sim.config_source")
+    from pdcensus.errors import UsageError
+
+    (tmp_path / "config.cpp").write_text(source_mod.render_config_source())
+    runbook = tmp_path / "arm.md"
+    runbook.write_text(f"```\nradiance serve --checkpoint-policy {value}\n```\n")
+    flagged = bool(lint_file(str(runbook), str(tmp_path)).findings)
+    try:
+        config.parse_config({"--checkpoint-policy": value})
+        refused = False
+    except UsageError:
+        refused = True
+    assert flagged is refused
