@@ -1,0 +1,103 @@
+"""`pdcensus record` (direct scrapes into a journal) and `pdcensus collect` (evidence bundle)."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import time
+from typing import Annotated, Optional
+
+import typer
+
+from pdcensus.cli import app, parse_duration
+
+
+def _human_bytes(n: int) -> str:
+    size = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{n} B"
+
+
+@app.command()
+def record(
+    urls: Annotated[list[str], typer.Argument(help="Endpoint URLs to scrape, e.g. http://127.0.0.1:7770/metrics.")],
+    out: Annotated[str, typer.Option("--out", help="Journal file to write (resumed if it exists), e.g. run.pdrec.")],
+    interval: Annotated[str, typer.Option("--interval", help="Scrape interval, e.g. 15s.")] = "15s",
+    duration: Annotated[Optional[str], typer.Option("--duration", help="Stop after this long (default: until Ctrl-C).")] = None,
+    job: Annotated[str, typer.Option("--job", help="The job label every sample gets.")] = "pdcensus-record",
+    quiet: Annotated[bool, typer.Option("--quiet", help="No progress line.")] = False,
+) -> None:
+    """Scrape URLs every interval into a crash-safe journal that `census` reads (finished or not)."""
+    from pdcensus.sources.recorder import JournalWriter, ScrapeOutcome, parse_target
+    from pdcensus.sources.recorder import record as run_record
+
+    targets = [parse_target(u) for u in urls]
+    interval_seconds = parse_duration(interval)
+    duration_seconds = parse_duration(duration) if duration is not None else None
+    tty = sys.stderr.isatty()
+    state = {"round": -1, "up": 0, "down": 0}
+
+    def started(writer: JournalWriter) -> None:
+        if writer.resumed:
+            dropped = f"; cut a torn tail of {writer.dropped_bytes} bytes" if writer.dropped_bytes else ""
+            print(f"resuming {out}: {writer.blocks} scrape(s) kept{dropped}", file=sys.stderr)
+        else:
+            print(f"recording {len(targets)} endpoint(s) every {interval_seconds:g}s into {out}", file=sys.stderr)
+
+    def progress(o: ScrapeOutcome) -> None:
+        state["up" if o.up else "down"] += 1
+        if quiet:
+            return
+        stamp = time.strftime("%H:%M:%S", time.localtime(o.time))
+        what = f"up, {o.samples} samples, {o.duration_seconds * 1000:.0f} ms" if o.up else f"DOWN: {o.error}"
+        line = (f"[{o.round + 1}] {stamp} {o.target.instance} {what} | file {_human_bytes(o.file_bytes)}"
+                f" | scrapes up {state['up']} down {state['down']}")
+        if tty:
+            print("\r\033[K" + line, end="", file=sys.stderr, flush=True)
+        else:
+            print(line, file=sys.stderr, flush=True)
+
+    async def main() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stop.set)
+        return await run_record(
+            targets, out, interval_seconds=interval_seconds, duration_seconds=duration_seconds, job=job,
+            on_scrape=progress, on_start=started, stop=stop,
+        )
+
+    # A file-size limit must come back as EFBIG (a clear error), not kill us with SIGXFSZ.
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    try:
+        rounds = asyncio.run(main())
+    finally:
+        if tty and not quiet:
+            print(file=sys.stderr)
+    print(f"recorded {rounds} round(s) into {out}: scrapes up {state['up']}, down {state['down']}", file=sys.stderr)
+
+
+@app.command()
+def collect(
+    out: Annotated[str, typer.Option("--out", help="Bundle to write, e.g. evidence.tar.gz.")],
+    pid: Annotated[Optional[int], typer.Option("--pid", help="The engine's pid (argv from /proc/PID/cmdline).")] = None,
+    process_name: Annotated[Optional[str], typer.Option("--process-name", help="Find the engine's pid by name.")] = None,
+    url: Annotated[str, typer.Option("--url", help="The endpoint's base URL (/stats, /diagnostics, /metrics).")] = "http://127.0.0.1:7770",
+    log_cmd: Annotated[Optional[str], typer.Option("--log-cmd", help="Command printing the engine's log, run without a shell as you, e.g. 'podman logs SVC'.")] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for each HTTP answer.")] = 10.0,
+) -> None:
+    """Collect the evidence the runbook reads on the endpoint's host into one .tar.gz bundle."""
+    from pdcensus.sources.bundle import collect_bundle
+
+    manifest = collect_bundle(out, pid=pid, process_name=process_name, url=url, log_cmd=log_cmd,
+                              timeout_seconds=timeout)
+    for name, item in manifest["items"].items():
+        if item["status"] == "ok":
+            typer.echo(f"  ok      {name:<12} {item['bytes']:>9} bytes  from {item['source']}")
+        else:
+            typer.echo(f"  FAILED  {name:<12} {item['error']}  ({item['source']})")
+    typer.echo(f"wrote {out}")

@@ -1,0 +1,272 @@
+"""The direct-scrape recorder: ``pdcensus record`` for a box with no Prometheus.
+
+It scrapes each endpoint's ``/metrics`` every interval, as Prometheus would (``up`` 1 on a
+good scrape, 0 with no other sample on a failed one; ``job`` from ``--job``, ``instance`` =
+the URL's host:port), and appends one block per scrape to a journal
+(:mod:`pdcensus.sources.recorder_journal`): written with one ``write``, then ``fsync``, so
+kill -9 or a power cut never damages what was already written, and running the same
+command again resumes the file. A full disk (ENOSPC, EDQUOT, or EFBIG from a file-size
+limit) cuts the half-written block off again and stops with a one-line error; the file
+still loads. ``load_record_journal`` reads the file, finished or in progress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import fcntl
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from urllib.parse import urlsplit, urlunsplit
+
+import httpx
+
+from pdcensus.errors import CensusError, UsageError
+from pdcensus.sources.recorder_journal import (
+    JOURNAL_SUFFIX,
+    MAGIC,
+    ScrapeHeader,
+    count_samples,
+    encode_block,
+    is_record_journal,
+    load_record_journal,
+    parse_exposition,
+    scan_journal,
+)
+
+__all__ = [
+    "JOURNAL_SUFFIX",
+    "JournalWriter",
+    "RecordWriteError",
+    "ScrapeOutcome",
+    "Target",
+    "is_record_journal",
+    "load_record_journal",
+    "parse_target",
+    "record",
+]
+
+# Prefer 0.0.4 text (what every engine serves); OpenMetrics is parsed too if that is what comes.
+ACCEPT = "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1"
+DEFAULT_JOB = "pdcensus-record"
+_DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+class RecordWriteError(CensusError):
+    """The journal could not be written (disk full, file-size limit, I/O error); exit 3."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """One endpoint to scrape: the URL and the instance label it gets (host:port)."""
+
+    url: str
+    instance: str
+
+
+def parse_target(url: str) -> Target:
+    """``http://host:port[/path]`` -> Target; a bare ``host:port`` or an empty path gets ``/metrics``."""
+    text = url if "://" in url else f"http://{url}"
+    parts = urlsplit(text)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"not an endpoint URL: {url!r}; use e.g. http://127.0.0.1:7770/metrics")
+    if parts.username or parts.password:
+        raise UsageError(f"credentials in the endpoint URL are refused: {parts.hostname!r}")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    path = parts.path if parts.path not in ("", "/") else "/metrics"
+    return Target(urlunsplit((parts.scheme, f"{host}:{port}", path, parts.query, "")), f"{host}:{port}")
+
+
+@dataclass(frozen=True)
+class ScrapeOutcome:
+    """What one scrape gave, for the progress line."""
+
+    round: int
+    target: Target
+    time: float
+    up: int
+    samples: int
+    duration_seconds: float
+    error: str
+    file_bytes: int
+
+
+class JournalWriter:
+    """Appends blocks to a journal: creates it, or resumes it after cutting a torn tail."""
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.blocks = 0  # committed scrape blocks in the file
+        self.dropped_bytes = 0  # bytes of a torn tail cut off on resume
+        self.resumed = False
+        size = self.path.stat().st_size if self.path.exists() else 0
+        # a file cut inside the magic line (a crash while creating it) is started afresh
+        partial_magic = 0 < size < len(MAGIC) and MAGIC.startswith(self.path.read_bytes())
+        exists = size > 0 and not partial_magic
+        if exists and not is_record_journal(self.path):
+            raise UsageError(
+                f"{str(self.path)!r} exists and is not a pdcensus recording journal; "
+                f"choose another --out (e.g. a new *{JOURNAL_SUFFIX} file)"
+            )
+        try:
+            self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise UsageError(f"cannot open {str(self.path)!r} for writing: {exc.strerror}") from None
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(self._fd)
+            raise UsageError(f"another recorder is writing {str(self.path)!r}") from None
+        if exists:
+            scan = scan_journal(self.path)
+            self.blocks, self.dropped_bytes = len(scan.blocks), scan.torn_bytes
+            self.resumed = True
+            self.size = scan.good_bytes
+            if scan.torn_bytes:
+                os.ftruncate(self._fd, self.size)
+                os.fsync(self._fd)
+        else:
+            self.size = 0
+            os.ftruncate(self._fd, 0)
+            self._append(MAGIC)
+            _fsync_dir(self.path)
+
+    def _append(self, data: bytes) -> None:
+        """Write ``data`` at the committed end and fsync; on failure cut back and raise."""
+        start = self.size
+        try:
+            view = memoryview(data)
+            offset = start
+            while view:
+                written = os.pwrite(self._fd, view, offset)
+                view, offset = view[written:], offset + written
+            os.fsync(self._fd)
+        except OSError as exc:
+            try:
+                os.ftruncate(self._fd, start)
+                os.fsync(self._fd)
+            except OSError:
+                pass  # the reader ignores a torn tail anyway
+            what = "disk full" if exc.errno in _DISK_FULL else "write failed"
+            raise RecordWriteError(
+                f"{self.path}: {what} ({errno.errorcode.get(exc.errno or 0, '?')}: {exc.strerror}); "
+                f"{self.blocks} scrape(s) kept and the file still loads; free space and run "
+                "the same command again to resume"
+            ) from None
+        self.size = start + len(data)
+
+    def append(self, header: ScrapeHeader, body: bytes) -> None:
+        self._append(encode_block(header, body))
+        self.blocks += 1
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> JournalWriter:
+        return self
+
+    def __exit__(self, t: type[BaseException] | None, e: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path.parent if str(path.parent) else ".", os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+async def scrape_once(
+    client: httpx.AsyncClient, target: Target, job: str, timeout_seconds: float
+) -> tuple[ScrapeHeader, bytes, int]:
+    """One scrape: ``(header, body, sample count)``; a failure is ``up`` 0 with no body."""
+    started = time.time()
+    t0 = time.perf_counter()
+    error, body, content_type, samples = "", b"", "", 0
+    try:
+        resp = await client.get(target.url, headers={"Accept": ACCEPT}, timeout=timeout_seconds)
+        if resp.status_code != 200:
+            error = f"HTTP {resp.status_code} {resp.reason_phrase}"
+        else:
+            body, content_type = resp.content, resp.headers.get("content-type", "")
+            samples = count_samples(parse_exposition(body, content_type, started, job, target.instance))
+    except httpx.TimeoutException:
+        error = f"no answer within {timeout_seconds:g}s"
+    except httpx.TransportError as exc:
+        error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    except CensusError as exc:
+        error = f"the answer does not parse as metrics text: {str(exc)[:200]}"
+    duration = time.perf_counter() - t0
+    if error:
+        body, content_type, samples = b"", "", 0
+    header = ScrapeHeader(
+        time=started, job=job, instance=target.instance, up=0 if error else 1, body_bytes=len(body),
+        content_type=content_type, duration_seconds=duration, error=error,
+    )
+    return header, body, samples
+
+
+async def record(
+    targets: Sequence[Target],
+    out: str | Path,
+    *,
+    interval_seconds: float = 15.0,
+    duration_seconds: float | None = None,
+    job: str = DEFAULT_JOB,
+    on_scrape: Callable[[ScrapeOutcome], None] | None = None,
+    on_start: Callable[[JournalWriter], None] | None = None,
+    stop: asyncio.Event | None = None,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> int:
+    """Scrape ``targets`` every interval into the journal ``out`` until ``duration`` or ``stop``.
+
+    Returns the number of rounds made. Raises RecordWriteError on a full disk (the file
+    keeps every earlier scrape) and UsageError on bad arguments.
+    """
+    if interval_seconds <= 0:
+        raise UsageError(f"--interval must be positive, got {interval_seconds:g}s")
+    if duration_seconds is not None and duration_seconds <= 0:
+        raise UsageError(f"--duration must be positive, got {duration_seconds:g}s")
+    if not targets:
+        raise UsageError("give at least one endpoint URL to scrape")
+    seen: dict[str, str] = {}
+    for t in targets:
+        if t.instance in seen:
+            raise UsageError(f"two URLs share the instance {t.instance!r}: {seen[t.instance]!r} and {t.url!r}")
+        seen[t.instance] = t.url
+    stop = stop or asyncio.Event()
+    timeout = min(10.0, interval_seconds)
+    rounds = 0
+    with JournalWriter(out) as writer:
+        if on_start:
+            on_start(writer)
+        async with httpx.AsyncClient(transport=transport, follow_redirects=True) as client:
+            began, slot = time.monotonic(), 0
+            while not stop.is_set():
+                results = await asyncio.gather(*(scrape_once(client, t, job, timeout) for t in targets))
+                for target, (header, body, samples) in zip(targets, results):
+                    writer.append(header, body)
+                    if on_scrape:
+                        on_scrape(ScrapeOutcome(rounds, target, header.time, header.up, samples,
+                                                header.duration_seconds, header.error, writer.size))
+                rounds += 1
+                slot += 1
+                now = time.monotonic()
+                if now > began + slot * interval_seconds:  # a slow round: skip missed slots, as Prometheus does
+                    slot = int((now - began) // interval_seconds) + 1
+                if duration_seconds is not None and slot * interval_seconds >= duration_seconds:
+                    break
+                next_at = began + slot * interval_seconds
+                try:
+                    await asyncio.wait_for(stop.wait(), timeout=max(0.0, next_at - time.monotonic()))
+                except asyncio.TimeoutError:
+                    pass
+    return rounds
