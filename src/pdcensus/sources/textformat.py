@@ -1,0 +1,425 @@
+"""Read Prometheus text 0.0.4 scrapes and OpenMetrics recordings into the aligned model.
+
+Both formats are read *streaming*: the file is taken in chunks of whole lines (16 MiB by
+default), never as one Python string. Each chunk goes through one bulk pass in polars:
+split into lines, split each line at its last spaces into *series text*, value and
+timestamp, parse every number at once. Only then does Python look at text, and only at
+what is rare: the labels of each distinct series text (parsed once, however many samples
+it has), metadata lines (``# TYPE``/``# HELP``/``# UNIT``/``# EOF``), and any line the bulk
+pass could not take apart (an exemplar, a label value holding ``" 1"``, a bad value),
+which :mod:`pdcensus.sources.exposition_lines` parses carefully and, if it is wrong,
+names with its line number. That is what makes a day of 15 s scrapes load in about a
+second, where prometheus_client's parser (one regex-free Python loop per character) takes
+a minute; see BENCHMARKS.md.
+
+Units: OpenMetrics timestamps are float seconds; 0.0.4 timestamps are integer
+milliseconds. A sample without a timestamp is taken at ``scrape_time``. Samples without
+``job``/``instance`` labels get the caller's (``job="pdcensus"``, ``instance`` = the file's
+stem); empty label values are dropped, as Prometheus does. A 0.0.4 scrape without
+timestamps also gets the ``up`` = 1 sample Prometheus would have written.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import BinaryIO
+
+import numpy as np
+import polars as pl
+
+from pdcensus.errors import DataError, RecordingParseError
+from pdcensus.series.model import Family, MetricType, Recording, SeriesKey
+from pdcensus.sources.exposition_lines import (
+    TYPE_NAMES,
+    LineError,
+    MetadataKind,
+    parse_metadata,
+    parse_sample_line,
+    parse_series_text,
+    quote,
+)
+from pdcensus.sources.sample_table import SampleTable
+
+CHUNK_BYTES = 16 << 20
+DEFAULT_JOB = "pdcensus"
+_RECORDING_SUFFIXES = (".gz", ".om", ".prom", ".txt", ".metrics", ".openmetrics")
+
+
+class TextFormat(str, Enum):
+    """Which text exposition a file holds."""
+
+    PROMETHEUS = "prometheus-0.0.4"
+    OPENMETRICS = "openmetrics"
+
+
+@dataclass(frozen=True)
+class ReadOptions:
+    """What the file cannot say for itself: the endpoint of unlabelled samples and the scrape time."""
+
+    job: str = DEFAULT_JOB
+    instance: str = ""
+    scrape_time: float | None = None
+
+
+def read_openmetrics(
+    source: str | Path | BinaryIO, *, job: str = DEFAULT_JOB, instance: str | None = None,
+    scrape_time: float | None = None, name: str | None = None,
+) -> Recording:
+    """Read an OpenMetrics recording (timestamps in seconds, ``# EOF`` last)."""
+    return read_text(source, TextFormat.OPENMETRICS, job=job, instance=instance, scrape_time=scrape_time, name=name)
+
+
+def read_prometheus_text(
+    source: str | Path | BinaryIO, *, scrape_time: float | None, job: str = DEFAULT_JOB,
+    instance: str | None = None, name: str | None = None,
+) -> Recording:
+    """Read Prometheus text 0.0.4 (one scrape at ``scrape_time``, or samples with ms timestamps)."""
+    return read_text(source, TextFormat.PROMETHEUS, job=job, instance=instance, scrape_time=scrape_time, name=name)
+
+
+def parse_scrape(
+    text: str | bytes, *, scrape_time: float, job: str = DEFAULT_JOB, instance: str = "scrape",
+    fmt: TextFormat = TextFormat.PROMETHEUS, name: str = "<scrape>",
+) -> Recording:
+    """One ``/metrics`` response body (already in memory) as a recording of one scrape."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    return read_text(io.BytesIO(data), fmt, job=job, instance=instance, scrape_time=scrape_time, name=name)
+
+
+def read_text(
+    source: str | Path | BinaryIO, fmt: TextFormat, *, job: str = DEFAULT_JOB, instance: str | None = None,
+    scrape_time: float | None = None, name: str | None = None, chunk_bytes: int = CHUNK_BYTES,
+) -> Recording:
+    """Read a text exposition file (gzip is decompressed on the fly) of a known format.
+
+    ``chunk_bytes`` is how much is read at a time (lines are never split between chunks).
+    """
+    if isinstance(source, (str, Path)):
+        path = Path(source)
+        label = name or str(path)
+        options = ReadOptions(job, instance if instance is not None else recording_stem(path), scrape_time)
+        try:
+            with open_binary(path) as fh:
+                return _TextReader(label, fmt, options, chunk_bytes).read(fh)
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise DataError(f"{label}: cannot read: {exc}") from exc
+    label = name or getattr(source, "name", "<stream>")
+    options = ReadOptions(job, instance if instance is not None else "stream", scrape_time)
+    return _TextReader(str(label), fmt, options, chunk_bytes).read(source)
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def open_binary(path: Path) -> BinaryIO:
+    """Open a file for reading bytes, through gzip if it starts with gzip's magic number."""
+    fh = open(path, "rb")
+    if fh.read(2) == GZIP_MAGIC:
+        fh.close()
+        return gzip.open(path, "rb")  # type: ignore[return-value]
+    fh.seek(0)
+    return fh
+
+
+def recording_stem(path: Path) -> str:
+    """The file's name without recording suffixes: ``node1.prom.gz`` -> ``node1``."""
+    name = path.name
+    changed = True
+    while changed:
+        changed = False
+        for suffix in _RECORDING_SUFFIXES:
+            if name.endswith(suffix) and len(name) > len(suffix):
+                name, changed = name[: -len(suffix)], True
+    return name
+
+
+@dataclass
+class _FamilyDraft:
+    type: MetricType | None = None
+    help: str = ""
+    unit: str = ""
+    type_line: int = 0
+
+
+@dataclass
+class _TextReader:
+    """One read of one file: chunks in, a Recording out."""
+
+    source: str
+    fmt: TextFormat
+    options: ReadOptions
+    chunk_bytes: int = CHUNK_BYTES
+    table: SampleTable = field(init=False)
+    drafts: dict[str, _FamilyDraft] = field(default_factory=dict)
+    text_ids: dict[str, int] = field(default_factory=dict)
+    eof_line: int = 0
+    n_lines: int = 0
+
+    def __post_init__(self) -> None:
+        self.table = SampleTable(self.source)
+
+    @property
+    def openmetrics(self) -> bool:
+        return self.fmt is TextFormat.OPENMETRICS
+
+    def read(self, fh: BinaryIO) -> Recording:
+        for chunk, first_line, n_lines in self._chunks(fh):
+            if self.eof_line:
+                self._fail(self.eof_line + 1, "text after '# EOF'")
+            self._read_chunk(chunk, first_line, n_lines)
+        return self._finish()
+
+    def _fail(self, line: int, what: str) -> None:
+        raise RecordingParseError(self.source, line, what)
+
+    def _chunks(self, fh: BinaryIO) -> Iterator[tuple[bytes, int, int]]:
+        """``(chunk of whole lines, its first line number, its number of lines)``."""
+        carry = b""
+        line = 1
+        first = True
+        while True:
+            block = fh.read(self.chunk_bytes)
+            if not block:
+                break
+            buf = carry + block if carry else block
+            if first:
+                self._check_text_start(buf)
+                first = False
+            cut = buf.rfind(b"\n")
+            if cut < 0:
+                carry = buf
+                continue
+            chunk, carry = buf[: cut + 1], buf[cut + 1 :]
+            n_lines = chunk.count(b"\n")
+            yield chunk, line, n_lines
+            line += n_lines
+        self.n_lines = line - 1
+        if first:
+            self._fail(1, "empty file: no sample")
+        if carry:
+            self._check_binary(carry, line)
+            text = carry.decode("utf-8", "replace")
+            if self.eof_line:
+                self._fail(self.eof_line + 1, "text after '# EOF'")
+            self._fail(line, f"last line has no newline (truncated mid-line?): {quote(text)}")
+
+    def _check_text_start(self, buf: bytes) -> None:
+        stripped = buf.lstrip()
+        if stripped[:1] in (b"{", b"["):
+            line = buf.count(b"\n", 0, len(buf) - len(stripped)) + 1
+            self._fail(line, "looks like JSON, not a metrics exposition")
+
+    def _check_binary(self, chunk: bytes, first_line: int) -> None:
+        at = chunk.find(b"\x00")
+        if at >= 0:
+            line = first_line + chunk.count(b"\n", 0, at)
+            column = at - chunk.rfind(b"\n", 0, at)
+            self._fail(line, f"not a text metrics file (NUL byte at column {column})")
+        try:
+            chunk.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            line = first_line + chunk.count(b"\n", 0, exc.start)
+            column = exc.start - chunk.rfind(b"\n", 0, exc.start)
+            self._fail(line, f"not a text metrics file (invalid UTF-8 at column {column}: {exc.reason})")
+
+    # -- one chunk ---------------------------------------------------------------------
+
+    def _read_chunk(self, chunk: bytes, first_line: int, n_lines: int) -> None:
+        if b"\x00" in chunk:
+            self._check_binary(chunk, first_line)
+        try:
+            lines = pl.read_csv(
+                chunk, has_header=False, separator="\x01", quote_char=None,
+                schema={"l": pl.String}, raise_if_empty=False,
+            )
+        except (pl.exceptions.PolarsError, pl.exceptions.PanicException, ValueError):
+            self._read_chunk_slowly(chunk, first_line)
+            return
+        if lines.height != n_lines:
+            self._read_chunk_slowly(chunk, first_line)
+            return
+        self._bulk(lines.with_row_index("row"), first_line, chunk.isascii())
+        if self.eof_line and self.eof_line != first_line + n_lines - 1:
+            self._fail(self.eof_line + 1, "text after '# EOF'")
+
+    def _bulk(self, lines: pl.DataFrame, first_line: int, ascii_only: bool) -> None:
+        text = pl.col("l")
+        lines = lines.filter(text.is_not_null())
+        is_meta = text.str.starts_with("#")
+        for row, line in lines.filter(is_meta).iter_rows():
+            self._metadata(line, first_line + row)
+        parts = text.str.split(" ")
+        t_tok, v_tok = pl.col("t_tok"), pl.col("v_tok")
+        t, v, has_ts = pl.col("t"), pl.col("v"), pl.col("has_ts")
+
+        def length(expr: pl.Expr) -> pl.Expr:  # str.head counts characters; bytes are cheaper
+            return (expr.str.len_bytes() if ascii_only else expr.str.len_chars()).cast(pl.Int64)
+
+        cut = length(text) - length(t_tok)
+        samples = (
+            lines.lazy()
+            .filter(~is_meta)
+            .with_columns(n=parts.list.len(), t_tok=parts.list.last(), v_tok=parts.list.get(-2, null_on_oob=True))
+            .with_columns(t=t_tok.cast(pl.Float64, strict=False), v=v_tok.cast(pl.Float64, strict=False))
+            .with_columns(has_ts=(pl.col("n") >= 3) & v.is_not_null() & t.is_not_null())
+            .with_columns(
+                ok=(has_ts & t.is_finite()) | (~has_ts & (pl.col("n") >= 2) & t.is_not_null()),
+                series=pl.when(has_ts).then(text.str.head(cut - length(v_tok) - 2)).otherwise(text.str.head(cut - 1)),
+                value=pl.when(has_ts).then(v).otherwise(t),
+                ts=pl.when(has_ts).then(t).otherwise(float("nan")),
+            )
+            .select("row", "l", "ok", "series", "value", "ts")
+            .collect()
+        )
+        if samples.height == 0:
+            return
+        ok = samples.filter(pl.col("ok"))
+        texts = ok["series"].unique().to_list()
+        ids = np.array([self._series_id_of_text(s) for s in texts] + [-1], dtype=np.int32)
+        codes = ok["series"].cast(pl.Enum(texts)).to_physical().to_numpy() if texts else np.empty(0, np.int64)
+        sid = ids[codes]
+        good = sid >= 0
+        values = ok["value"].to_numpy()[good]
+        stamps = ok["ts"].to_numpy()[good]
+        rows = ok["row"].to_numpy().astype(np.int64)
+        slow_rows = np.concatenate([samples.filter(~pl.col("ok"))["row"].to_numpy().astype(np.int64), rows[~good]])
+        sid, rows = sid[good], rows[good] + first_line
+        if len(slow_rows):
+            slow = samples.filter(pl.col("row").is_in(pl.Series(slow_rows, dtype=pl.UInt32).implode()))
+            extra = [self._slow_sample(line, first_line + row) for row, line in slow.select("row", "l").iter_rows()]
+            sid = np.concatenate([sid, np.array([e[0] for e in extra], dtype=np.int32)])
+            values = np.concatenate([values, [e[1] for e in extra]])
+            stamps = np.concatenate([stamps, [e[2] for e in extra]])
+            rows = np.concatenate([rows, slow["row"].to_numpy().astype(np.int64) + first_line])
+            order = np.argsort(rows, kind="stable")
+            sid, values, stamps, rows = sid[order], values[order], stamps[order], rows[order]
+        self.table.extend(sid, values, stamps, rows)
+
+    def _read_chunk_slowly(self, chunk: bytes, first_line: int) -> None:
+        """Line by line in Python: for chunks the bulk pass refused (it only ever refuses odd input)."""
+        self._check_binary(chunk, first_line)
+        text = chunk.decode("utf-8")
+        sid: list[int] = []
+        values: list[float] = []
+        stamps: list[float] = []
+        rows: list[int] = []
+        for i, line in enumerate(text.split("\n")[:-1]):
+            number = first_line + i
+            line = line.removesuffix("\r")
+            if self.eof_line and number > self.eof_line:
+                self._fail(self.eof_line + 1, "text after '# EOF'")
+            if not line:
+                continue
+            if line.startswith("#"):
+                self._metadata(line, number)
+                continue
+            s, v, t = self._slow_sample(line, number)
+            sid.append(s)
+            values.append(v)
+            stamps.append(t)
+            rows.append(number)
+        self.table.extend(np.array(sid), np.array(values), np.array(stamps), np.array(rows))
+
+    def _slow_sample(self, line: str, number: int) -> tuple[int, float, float]:
+        try:
+            parsed = parse_sample_line(line, self.openmetrics)
+        except LineError as exc:
+            raise RecordingParseError(self.source, number, exc.what) from None
+        stamp = math.nan if parsed.timestamp is None else parsed.timestamp
+        return self._key_id(parsed.name, parsed.labels), parsed.value, stamp
+
+    def _series_id_of_text(self, text: str) -> int:
+        found = self.text_ids.get(text)
+        if found is None:
+            try:
+                name, labels = parse_series_text(text)
+            except LineError:
+                found = -1  # the careful per-line parse names the error (or finds an exemplar)
+            else:
+                found = self._key_id(name, labels)
+            self.text_ids[text] = found
+        return found
+
+    def _key_id(self, name: str, labels: tuple[tuple[str, str], ...]) -> int:
+        merged = {k: v for k, v in labels if v != ""}
+        merged.setdefault("job", self.options.job)
+        if self.options.instance:
+            merged.setdefault("instance", self.options.instance)
+        return self.table.series_id(SeriesKey(name, tuple(sorted(merged.items()))))
+
+    def _metadata(self, line: str, number: int) -> None:
+        if self.eof_line:
+            self._fail(self.eof_line + 1, "text after '# EOF'")
+        try:
+            meta = parse_metadata(line, self.openmetrics)
+        except LineError as exc:
+            raise RecordingParseError(self.source, number, exc.what) from None
+        if meta.kind is MetadataKind.EOF:
+            self.eof_line = number
+            return
+        if meta.kind is MetadataKind.COMMENT:
+            return
+        draft = self.drafts.setdefault(meta.family, _FamilyDraft())
+        if meta.kind is MetadataKind.TYPE:
+            kind = TYPE_NAMES[meta.text]
+            if draft.type is not None and draft.type is not kind:
+                self._fail(number, f"family {meta.family!r} declared {meta.text!r} here but "
+                                   f"{draft.type.value!r} on line {draft.type_line}")
+            draft.type, draft.type_line = kind, number
+        elif meta.kind is MetadataKind.HELP:
+            draft.help = meta.text
+        else:
+            draft.unit = meta.text
+
+    # -- the end -----------------------------------------------------------------------
+
+    def _finish(self) -> Recording:
+        if self.openmetrics and not self.eof_line:
+            self._fail(max(self.n_lines, 1), "no '# EOF': truncated?")
+        if len(self.table) == 0:
+            self._fail(max(self.n_lines, 1), "no sample in the file")
+        series, values, raw, lines = self.table.arrays()
+        missing = np.isnan(raw)
+        explicit = not missing.all()
+        if self.openmetrics:
+            if explicit and missing.any():
+                first = int(np.argmax(missing))
+                key = self.table.keys[int(series[first])]
+                self._fail(int(lines[first]), f"sample of {quote(str(key))} has no timestamp while others "
+                                              "have one: mixing is ambiguous")
+            seconds = raw
+        else:
+            seconds = raw / 1000.0
+        if missing.any():
+            if self.options.scrape_time is None:
+                raise DataError(f"{self.source}: samples have no timestamp; give the scrape time")
+            seconds = np.where(missing, self.options.scrape_time, seconds)
+        if not explicit and not self.openmetrics:
+            seconds = self._add_up(seconds)
+        families = {
+            name: Family(name, d.type if d.type is not None else MetricType.UNKNOWN, d.help, d.unit)
+            for name, d in self.drafts.items()
+        }
+        return self.table.to_recording(families, timestamps_seconds=seconds, forbid_backwards=self.openmetrics)
+
+    def _add_up(self, seconds: np.ndarray) -> np.ndarray:
+        """Add ``up`` = 1 at the scrape time for each endpoint of a timestamp-less scrape."""
+        endpoints = {(k.label("job", ""), k.label("instance", "")) for k in self.table.keys}
+        have_up = {(k.label("job", ""), k.label("instance", "")) for k in self.table.keys if k.name == "up"}
+        added = []
+        for job, instance in sorted(endpoints - have_up):  # type: ignore[type-var]
+            labels = {"job": job or "", "instance": instance or ""}
+            key = SeriesKey("up", tuple(sorted((k, v) for k, v in labels.items() if v)))
+            added.append(self.table.series_id(key))
+        if not added:
+            return seconds
+        n = len(added)
+        self.table.extend(np.array(added), np.ones(n), np.full(n, math.nan), np.full(n, self.n_lines + 1))
+        assert self.options.scrape_time is not None
+        return np.concatenate([seconds, np.full(n, self.options.scrape_time)])
