@@ -240,3 +240,46 @@ def _binary(node: Any, functions: frozenset[str]) -> BinaryNode:
         labels = tuple(str(x) for x in mod.matching.labels)
     include = tuple(str(x) for x in (mod.group_labels or []))
     return BinaryNode(op, lhs, rhs, card, on, labels, include, bool(mod.return_bool))
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """What an expression reads: metric names (None if a selector has no fixed name) and
+    how far back from the evaluation time it looks (ranges + offsets, in milliseconds)."""
+
+    names: frozenset[str] | None
+    lookback_ms: int
+
+
+def footprint(expr: str, supported_functions: frozenset[str]) -> Footprint:
+    """The names and the look-back an expression needs, so a source pulls only those."""
+    names: set[str] = set()
+    fixed = True
+    longest = 0
+
+    def visit(node: Node, extra_ms: int) -> None:
+        nonlocal fixed, longest
+        if isinstance(node, RangeNode):
+            visit(node.selector, extra_ms + node.range_ms)
+        elif isinstance(node, SelectorNode):
+            name = [m.value for m in node.matchers if m.name == "__name__" and m.kind is MatchKind.EQUAL]
+            if name:
+                names.add(name[0])
+            else:
+                fixed = False
+            longest = max(longest, extra_ms + max(node.offset_ms, 0))
+        elif isinstance(node, NegNode):
+            visit(node.expr, extra_ms)
+        elif isinstance(node, CallNode):
+            for arg in node.args:
+                visit(arg, extra_ms)
+        elif isinstance(node, AggregateNode):
+            visit(node.expr, extra_ms)
+            if node.param is not None:
+                visit(node.param, extra_ms)
+        elif isinstance(node, BinaryNode):
+            visit(node.lhs, extra_ms)
+            visit(node.rhs, extra_ms)
+
+    visit(parse_plan(expr, supported_functions), 0)
+    return Footprint(frozenset(names) if fixed else None, longest)
