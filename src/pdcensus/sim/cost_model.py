@@ -1,0 +1,80 @@
+"""The cost model: how long one engine step takes, given what its batch carries.
+
+Kept apart from the scheduler (which decides what a step carries) so that either can change
+alone. A step's time is
+
+    base + per_row x decode rows + per_token x prefill tokens + attention over the decoders'
+    context + expert-miss penalty + snapshot writes (+ a synchronous expert read per routed
+    layer when the chunk is below the prefill stager's smallest pass).
+
+The defaults are calibrated so that a decode-only step of 32 sequences is ~15 ms and a chunk
+step of one checkpoint interval (4,096 tokens) beside them is ~15x that. :func:`scaled` gives
+the perturbed copies the randomized accuracy tests use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+
+@dataclass(frozen=True)
+class StepShape:
+    """What one step carries (the scheduler's output, the cost model's input)."""
+
+    decode_rows: int
+    prefill_tokens: int
+    context_tokens: int  # sum of the decoding sequences' contexts
+    missing_experts: int
+    snapshot_writes: float  # a run of chunks carries its mean writes per step
+    below_stager_pass: bool = False
+
+    @property
+    def is_chunk_step(self) -> bool:
+        return self.prefill_tokens > 0
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Step-time constants (seconds)."""
+
+    base_seconds: float = 0.0085
+    per_row_seconds: float = 0.00012
+    per_prefill_token_seconds: float = 0.000050
+    per_context_token_seconds: float = 0.000000018
+    miss_seconds_per_expert: float = 0.00025
+    snapshot_write_seconds: float = 0.012
+    stager_sync_seconds: float = 0.150
+
+    def step_seconds(self, shape: StepShape) -> float:
+        """The wall time of one step of this shape."""
+        return self.decode_only_seconds(shape) + self.chunk_extra_seconds(shape)
+
+    def decode_only_seconds(self, shape: StepShape) -> float:
+        """What the same batch would take without its prefill chunk (expert misses included)."""
+        return (
+            self.base_seconds
+            + self.per_row_seconds * shape.decode_rows
+            + self.per_context_token_seconds * shape.context_tokens
+            + self.miss_seconds_per_expert * shape.missing_experts
+        )
+
+    def chunk_extra_seconds(self, shape: StepShape) -> float:
+        """The time a chunk adds to its step: what a decode row beside it waits beyond a decode-only step."""
+        if shape.prefill_tokens <= 0:
+            return 0.0
+        extra = self.per_prefill_token_seconds * shape.prefill_tokens
+        extra += self.snapshot_write_seconds * shape.snapshot_writes
+        if shape.below_stager_pass:
+            extra += self.stager_sync_seconds
+        return extra
+
+    def miss_seconds(self, shape: StepShape) -> float:
+        """The expert-miss share of one step."""
+        return self.miss_seconds_per_expert * shape.missing_experts
+
+
+def scaled(model: CostModel, factors: dict[str, float]) -> CostModel:
+    """A copy with named constants multiplied by ``factors`` (unknown names are ignored)."""
+    names = {f.name for f in fields(model)}
+    changes = {name: getattr(model, name) * factor for name, factor in factors.items() if name in names}
+    return replace(model, **changes)

@@ -1,0 +1,355 @@
+"""The engine model: continuous batching in virtual time, advanced in runs of identical steps.
+
+A step carries decode rows (``1 + spec`` per decoding sequence) and at most one prefill chunk.
+The scheduler (:mod:`~pdcensus.sim.scheduler`) decides what it carries, the cost model
+(:mod:`~pdcensus.sim.cost_model`) what it costs. Runs of identical steps are taken in one jump:
+a run ends at the nearest arrival that could be admitted, completion, hold release, KV
+exhaustion, expert promotion, or the ``until`` instant a caller asks for (a scrape), so the
+work grows with events, not steps.
+
+Use from a driver (virtual or wall clock)::
+
+    engine = Engine(config)
+    handle = engine.submit(Request(arrival_seconds=1.0, prompt_tokens=900, output_tokens=200))
+    engine.advance_until(60.0)
+    engine.metrics            # counters, decayed gauges, histograms, readable at any time
+    engine.gauges(60.0)       # running / waiting / preempted depth / KV usage at an instant
+
+Arrivals are kept in a heap keyed ``(time, seq)`` with a per-engine counter, so ties are
+broken by submission order and two engines never share state.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from collections.abc import Callable
+
+from pdcensus.sim.config import EngineConfig
+from pdcensus.sim.cost_model import CostModel
+from pdcensus.sim.entities import Phase, Request, RequestHandle, Sequence, TokenListener
+from pdcensus.sim.hardware import Hardware
+from pdcensus.sim.kv import CheckpointStore, KVCache, auto_slots
+from pdcensus.sim.metrics_state import MetricsState
+from pdcensus.sim.residency import Residency, ResidencyParams
+from pdcensus.sim.scheduler import admission_fits
+from pdcensus.sim.steps import Run, RunPlanner
+from pdcensus.sim.truth import LossLedger
+
+FinishHook = Callable[[Sequence, float], None]
+
+
+class Engine:
+    """One engine process (a restart is a new Engine: every counter starts from zero)."""
+
+    def __init__(
+        self,
+        config: EngineConfig,
+        cost: CostModel | None = None,
+        hardware: Hardware | None = None,
+        residency: ResidencyParams | None = None,
+        start_seconds: float = 0.0,
+    ) -> None:
+        self.config = config
+        self.cost = cost or CostModel()
+        self.hardware = hardware or Hardware()
+        self.start_seconds = start_seconds
+        self.now = start_seconds
+        self.tokens_per_step = config.rows_per_sequence
+        blocks = self.hardware.kv_blocks(config.block_size, config.num_gpu_blocks_override)
+        self.kv = KVCache(blocks, config.block_size)
+        self.residency = Residency(residency or ResidencyParams(), config.max_num_batched_tokens)
+        slots = config.checkpoint_slots or auto_slots(
+            config.checkpoint_policy, config.max_model_len, config.checkpoint_interval,
+            config.max_num_seqs, self.hardware.host_ram_bytes, self.hardware.checkpoint_bytes,
+        )
+        self.checkpoints = CheckpointStore(config.checkpoint_policy, config.checkpoint_interval, slots)
+        self.metrics = MetricsState(start_seconds=start_seconds)
+        self.ledger = LossLedger(start_seconds=start_seconds, end_seconds=start_seconds)
+        self.decode_index = 0
+        self.decoders: list[Sequence] = []
+        self.waiting: deque[Sequence] = deque()
+        self.prefilling: Sequence | None = None
+        self.held_remaining = 0
+        self.preempted_waiting = 0
+        self.run: Run | None = None
+        self.finish_hooks: list[FinishHook] = []
+        self.recent_steps: deque[tuple[float, int, Run]] = deque(maxlen=64)
+        self.recent_requests: deque[dict[str, object]] = deque(maxlen=64)
+        self._arrivals: list[tuple[float, int, Sequence]] = []
+        self._completions: list[tuple[int, int, int, Sequence]] = []
+        self._counter = 0
+        self._handles: dict[int, RequestHandle] = {}
+        self._listening = False
+        self._planner = RunPlanner(self)
+
+    # ---- public API -------------------------------------------------------------------------
+
+    def submit(self, request: Request, listener: TokenListener | None = None,
+               record_emissions: bool = False) -> RequestHandle:
+        """Queue a request; it arrives at ``max(request.arrival_seconds, now)``."""
+        self._counter += 1
+        rid = self._counter
+        handle = RequestHandle(rid, request, record_emissions=record_emissions)
+        steps = -(-max(0, request.output_tokens - 1) // self.tokens_per_step)
+        seq = Sequence(rid=rid, request=request, decode_tokens_needed=steps)
+        if record_emissions or listener is not None:
+            watchers = [handle.on_tokens] + ([listener] if listener else [])
+            seq.listener = watchers[0] if len(watchers) == 1 else _fan_out(watchers)
+            self._listening = True
+        self._handles[rid] = handle
+        heapq.heappush(self._arrivals, (max(request.arrival_seconds, self.now), rid, seq))
+        return handle
+
+    def advance_until(self, until_seconds: float) -> None:
+        """Run every step that ends at or before ``until_seconds``; a step in flight stays in flight."""
+        while True:
+            if self.run is None:
+                self._ingest(self.now)
+                self.run = self._planner.plan(self.now)
+                if self.run is None:
+                    self.metrics.decode_rate.set_rate(self.now, 0.0)
+                    self.metrics.prefill_rate.set_rate(self.now, 0.0)
+                    nxt = self._arrivals[0][0] if self._arrivals else None
+                    if nxt is None or nxt > until_seconds:
+                        self.now = max(self.now, until_seconds)
+                        self.ledger.end_seconds = self.now
+                        return
+                    self.now = nxt
+                    continue
+                self._start_run(self.run)
+            run = self.run
+            fit = int((until_seconds - run.start_seconds) / run.step_seconds + 1e-9)
+            if fit <= 0:
+                self.ledger.end_seconds = max(self.ledger.end_seconds, until_seconds)
+                return
+            n = min(fit, run.steps)
+            self._complete_steps(run, n)
+            if n < run.steps:
+                run.start_seconds = self.now
+                run.steps -= n
+                self.ledger.end_seconds = max(self.ledger.end_seconds, until_seconds)
+                return
+            self.run = None
+            self._after_run(run)
+
+    def gauges(self, t: float) -> dict[str, float]:
+        """Instant gauges at ``t`` (arrivals up to ``t`` count as waiting)."""
+        self._ingest(t)
+        preempted = self.preempted_waiting
+        running = len(self.decoders) + (1 if self.prefilling is not None else 0)
+        used = self.kv.used_tokens(self.decode_index, len(self.decoders), self.tokens_per_step)
+        return {
+            "running": float(running),
+            "waiting": float(len(self.waiting)),
+            "preempted": float(preempted),
+            "kv_usage": used / self.kv.capacity_tokens if self.kv.capacity_tokens else 0.0,
+            "decode_tokens_per_second": self.metrics.decode_rate.value_at(t),
+            "prefill_tokens_per_second": self.metrics.prefill_rate.value_at(t),
+        }
+
+    def handle(self, rid: int) -> RequestHandle:
+        return self._handles[rid]
+
+    # ---- internals ----------------------------------------------------------------------------
+
+    def _ingest(self, t: float) -> None:
+        while self._arrivals and self._arrivals[0][0] <= t:
+            _, _, seq = heapq.heappop(self._arrivals)
+            self.waiting.append(seq)
+
+    def next_arrival_seconds(self) -> float | None:
+        return self._arrivals[0][0] if self._arrivals else None
+
+    def next_completion_index(self) -> int | None:
+        while self._completions:
+            index, _rid, version, seq = self._completions[0]
+            if seq.phase is Phase.DECODING and seq.version == version:
+                return index
+            heapq.heappop(self._completions)
+        return None
+
+    def holders(self) -> int:
+        return len(self.decoders) + (1 if self.prefilling is not None else 0)
+
+    def free_kv_tokens(self) -> int:
+        return self.kv.free_tokens(self.decode_index, len(self.decoders), self.tokens_per_step, self.holders())
+
+    def try_admit(self, now: float) -> None:
+        """Admit the head of the queue as the prefilling sequence, if it fits."""
+        if self.prefilling is not None or not self.waiting:
+            return
+        seq = self.waiting[0]
+        resuming = seq.phase is Phase.PREEMPTED
+        if resuming:
+            start, end, replay_end = 0, seq.request.prompt_tokens + seq.generated_tokens, 0
+        else:
+            depth = min(seq.request.cached_depth, seq.request.prompt_tokens)
+            start = self.checkpoints.lookup(seq.request.session_id, depth) if depth > 0 else 0
+            start = min(start, seq.request.prompt_tokens - 1)
+            end = seq.request.prompt_tokens
+            replay_end = max(start, depth)
+        growth = (len(self.decoders) + 1) * self.tokens_per_step
+        if not admission_fits(self.free_kv_tokens() - self.kv.block_size, end, self.kv.capacity_tokens,
+                              self.holders(), growth, self.config):
+            return
+        self.waiting.popleft()
+        if resuming:
+            self.preempted_waiting -= 1
+        seq.phase = Phase.PREFILLING
+        seq.prefill_start_position, seq.prefill_end_position = start, end
+        seq.replay_end_position, seq.prefill_done_tokens = replay_end, 0
+        seq.written_positions = []
+        if not resuming:
+            seq.admitted_seconds = now
+            self.metrics.queue_wait.observe(now - seq.request.arrival_seconds)
+        self.kv.static_tokens += end
+        self.prefilling = seq
+        if end - start > self.config.checkpoint_interval:
+            self.residency.lend()
+
+    def preempt_newest(self, now: float) -> bool:
+        """Preempt the most recently admitted decoder (recompute); False if there is none."""
+        if not self.decoders:
+            return False
+        seq = self.decoders.pop()
+        stint = self.decode_index - seq.decode_start_index
+        seq.generated_tokens += stint * self.tokens_per_step
+        seq.decode_tokens_needed -= stint
+        self.kv.static_tokens -= seq.kv_base
+        seq.version += 1
+        seq.phase = Phase.PREEMPTED
+        seq.preempted_seconds = now
+        seq.preemptions += 1
+        self.metrics.preemptions += 1
+        self.ledger.preemptions += 1
+        self.waiting.appendleft(seq)
+        self.preempted_waiting += 1
+        return True
+
+    def _start_run(self, run: Run) -> None:
+        m = self.metrics
+        m.decode_rate.set_rate(run.start_seconds, run.decoders * self.tokens_per_step / run.step_seconds)
+        if run.prefill_tokens or m.prefill_rate.rate:
+            m.prefill_rate.set_rate(run.start_seconds, run.prefill_tokens / run.step_seconds)
+
+    def _complete_steps(self, run: Run, n: int) -> None:
+        m, dt, decoders = self.metrics, run.step_seconds, run.decoders
+        chunk = run.prefill_tokens
+        seconds = n * dt
+        m.steps += n
+        m.step_seconds += seconds
+        if not chunk:
+            m.steps_decode += n
+            m.step_seconds_decode += seconds
+            if run.held:
+                m.steps_held += n
+                # counted per completed step: a live driver completes a held run a few steps at a time
+                self.held_remaining = max(0, self.held_remaining - n)
+        if decoders:
+            self.decode_index += n
+            m.generation_tokens += n * decoders * self.tokens_per_step
+            m.inter_token.observe(dt, n * decoders)
+        m.iteration_tokens.observe(decoders * self.tokens_per_step + chunk, n)
+        if chunk:
+            m.snapshot_writes += n * run.snapshot_writes
+            self._progress_prefill(run, n)
+        if self.residency.missing_experts:
+            self.residency.add_heat(seconds, decoders)
+        self.ledger.record_steps(decoders, n, dt, run.chunk_extra_seconds, run.miss_seconds,
+                                 chunk > 0, run.held, chunk)
+        self.recent_steps.append((run.start_seconds, n, run))
+        if decoders and self._listening:
+            for s in self.decoders:
+                if s.listener is not None:
+                    for i in range(1, n + 1):
+                        s.listener(run.start_seconds + i * dt, self.tokens_per_step)
+        self.now = run.start_seconds + seconds
+
+    def _progress_prefill(self, run: Run, n: int) -> None:
+        seq = self.prefilling
+        assert seq is not None
+        m, chunk = self.metrics, run.shape.prefill_tokens
+        pos0 = seq.prefill_start_position + seq.prefill_done_tokens
+        pos1 = pos0 + n * chunk
+        cut = max(0, min(pos1, seq.replay_end_position) - pos0)
+        m.prefix_hit_cut_tokens += cut
+        self.ledger.cut_tokens += cut
+        m.prompt_tokens += n * chunk
+        m.prefill_step_seconds.observe(run.step_seconds, n)
+        m.prefill_step_tokens.observe(chunk, n)
+        interval = self.config.checkpoint_interval
+        stride = interval * (self.config.prefill_span if run.skip_intermediate_writes else 1)
+        first = (pos0 // stride + 1) * stride
+        seq.written_positions.extend(range(first, pos1 + 1, stride))
+        seq.prefill_done_tokens += n * chunk
+
+    def _after_run(self, run: Run) -> None:
+        now = self.now
+        seq = self.prefilling
+        if seq is not None and seq.prefill_remaining_tokens <= 0:
+            self._finish_prefill(seq, now)
+        while True:
+            index = self.next_completion_index()
+            if index is None or index > self.decode_index:
+                break
+            _, _, _, done = heapq.heappop(self._completions)
+            self._finish(done, now)
+        if run.prefill_tokens > 0 and run.decoders and self.config.held_steps_per_chunk:
+            self.held_remaining = self.config.held_steps_per_chunk
+
+    def _finish_prefill(self, seq: Sequence, now: float) -> None:
+        self.prefilling = None
+        self.kv.static_tokens -= seq.prefill_end_position
+        self.residency.give_back(now)
+        self.checkpoints.record(seq.request.session_id, seq.written_positions)
+        if seq.preemptions:
+            self.ledger.record_stall(now - seq.preempted_seconds)
+        else:
+            seq.first_token_seconds = now
+            handle = self._handles.get(seq.rid)
+            if handle is not None:
+                handle.first_token_seconds = now
+            self.metrics.ttft.observe(now - seq.request.arrival_seconds)
+            self.metrics.generation_tokens += 1
+            seq.generated_tokens = 1
+            if seq.listener is not None:
+                seq.listener(now, 1)
+        seq.phase = Phase.DECODING
+        if seq.decode_tokens_needed <= 0:
+            self._finish(seq, now)
+            return
+        context = seq.prefill_end_position + 1
+        seq.kv_base = context - self.tokens_per_step * self.decode_index
+        self.kv.static_tokens += seq.kv_base
+        seq.decode_start_index = self.decode_index
+        self.decoders.append(seq)
+        heapq.heappush(self._completions,
+                       (self.decode_index + seq.decode_tokens_needed, seq.rid, seq.version, seq))
+
+    def _finish(self, seq: Sequence, now: float) -> None:
+        if seq in self.decoders:
+            self.decoders.remove(seq)
+            self.kv.static_tokens -= seq.kv_base
+        seq.phase = Phase.FINISHED
+        seq.finished_seconds = now
+        self.metrics.e2e.observe(now - seq.request.arrival_seconds)
+        self.metrics.request_success += 1
+        handle = self._handles.pop(seq.rid, None)
+        if handle is not None:
+            handle.finished_seconds = now
+        self.recent_requests.append({
+            "rid": seq.rid, "kind": seq.request.kind, "arrival_seconds": round(seq.request.arrival_seconds, 6),
+            "prompt_tokens": seq.request.prompt_tokens, "output_tokens": seq.request.output_tokens,
+            "ttft_seconds": round(seq.first_token_seconds - seq.request.arrival_seconds, 6),
+            "e2e_seconds": round(now - seq.request.arrival_seconds, 6), "preemptions": seq.preemptions,
+        })
+        for hook in self.finish_hooks:
+            hook(seq, now)
+
+
+def _fan_out(listeners: list[TokenListener]) -> TokenListener:
+    def call(t: float, n: int) -> None:
+        for listener in listeners:
+            listener(t, n)
+    return call

@@ -1,0 +1,136 @@
+"""The engine's metric state, readable at any instant: counters, decayed rate gauges, histograms.
+
+The recording exporter samples this at each scrape instant; a live server reads the same
+object from a prometheus_client collector. Nothing here formats text.
+
+The tps gauges are ~1 s exponentially decayed, batch-pooled windows: during a step that emits
+``n`` tokens in ``dt`` seconds the instantaneous rate is ``n/dt`` and the gauge relaxes toward it
+with time constant ``tau``. A run of identical steps has one rate, so the gauge at any instant is
+closed-form (``r + (g0 - r) * exp(-(t - t0) / tau)``), even inside a jumped run.
+
+Histogram bounds under ``vllm:`` are vLLM's own (TTFT, inter-token/per-output-token, e2e
+latency; iteration tokens per the eager-mode list).
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from dataclasses import dataclass, field
+
+TTFT_BOUNDS: tuple[float, ...] = (
+    0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0,
+    20.0, 40.0, 80.0, 160.0, 640.0, 2560.0,
+)
+INTER_TOKEN_BOUNDS: tuple[float, ...] = (
+    0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
+    40.0, 80.0,
+)
+E2E_BOUNDS: tuple[float, ...] = (
+    0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0,
+    480.0, 960.0, 1920.0, 7680.0,
+)
+ITERATION_TOKEN_BOUNDS: tuple[float, ...] = (
+    1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384,
+)
+PREFILL_STEP_SECONDS_BOUNDS: tuple[float, ...] = (
+    0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0,
+)
+PREFILL_STEP_TOKEN_BOUNDS: tuple[float, ...] = (
+    64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384, 32768,
+)
+QUEUE_WAIT_BOUNDS: tuple[float, ...] = (
+    0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
+)
+
+
+@dataclass
+class Histogram:
+    """Cumulative-at-read histogram: per-bucket counts, sum, count."""
+
+    bounds: tuple[float, ...]
+    counts: list[float] = field(default_factory=list)
+    total: float = 0.0
+    count: float = 0.0
+
+    def __post_init__(self) -> None:
+        if not self.counts:
+            self.counts = [0.0] * (len(self.bounds) + 1)
+
+    def observe(self, value: float, times: float = 1.0) -> None:
+        """Record ``value`` ``times`` times (a jumped run observes many equal values at once)."""
+        if times <= 0:
+            return
+        self.counts[bisect.bisect_left(self.bounds, value)] += times
+        self.total += value * times
+        self.count += times
+
+    def cumulative(self) -> list[float]:
+        """Bucket counts as Prometheus exposes them (``le`` upper bounds, +Inf last)."""
+        out, running = [], 0.0
+        for c in self.counts:
+            running += c
+            out.append(running)
+        return out
+
+
+@dataclass
+class DecayedRate:
+    """An exponentially decayed rate gauge, closed-form between rate changes."""
+
+    tau_seconds: float = 1.0
+    ref_seconds: float = 0.0
+    ref_value: float = 0.0
+    rate: float = 0.0
+
+    def value_at(self, t: float) -> float:
+        dt = max(0.0, t - self.ref_seconds)
+        return self.rate + (self.ref_value - self.rate) * math.exp(-dt / self.tau_seconds)
+
+    def set_rate(self, t: float, rate: float) -> None:
+        """From ``t`` on, relax toward ``rate``."""
+        self.ref_value = self.value_at(t)
+        self.ref_seconds = t
+        self.rate = rate
+
+
+@dataclass
+class MetricsState:
+    """Everything the engine exports, as numbers (one process's lifetime; a restart makes a new one)."""
+
+    start_seconds: float
+    steps: float = 0.0
+    steps_decode: float = 0.0
+    steps_held: float = 0.0
+    step_seconds: float = 0.0
+    step_seconds_decode: float = 0.0
+    prefix_hit_cut_tokens: float = 0.0
+    preemptions: float = 0.0
+    prompt_tokens: float = 0.0
+    generation_tokens: float = 0.0
+    request_success: float = 0.0
+    snapshot_writes: float = 0.0  # not exported: /stats only
+    decode_rate: DecayedRate = field(default_factory=DecayedRate)
+    prefill_rate: DecayedRate = field(default_factory=DecayedRate)
+    ttft: Histogram = field(default_factory=lambda: Histogram(TTFT_BOUNDS))
+    inter_token: Histogram = field(default_factory=lambda: Histogram(INTER_TOKEN_BOUNDS))
+    e2e: Histogram = field(default_factory=lambda: Histogram(E2E_BOUNDS))
+    iteration_tokens: Histogram = field(default_factory=lambda: Histogram(ITERATION_TOKEN_BOUNDS))
+    prefill_step_seconds: Histogram = field(default_factory=lambda: Histogram(PREFILL_STEP_SECONDS_BOUNDS))
+    prefill_step_tokens: Histogram = field(default_factory=lambda: Histogram(PREFILL_STEP_TOKEN_BOUNDS))
+    queue_wait: Histogram = field(default_factory=lambda: Histogram(QUEUE_WAIT_BOUNDS))
+
+    def counters(self) -> dict[str, float]:
+        return {
+            "steps": self.steps,
+            "steps_decode": self.steps_decode,
+            "steps_held": self.steps_held,
+            "step_seconds": self.step_seconds,
+            "step_seconds_decode": self.step_seconds_decode,
+            "prefix_hit_cut_tokens": self.prefix_hit_cut_tokens,
+            "preemptions": self.preemptions,
+            "prompt_tokens": self.prompt_tokens,
+            "generation_tokens": self.generation_tokens,
+            "request_success": self.request_success,
+            "snapshot_writes": self.snapshot_writes,
+        }

@@ -1,0 +1,82 @@
+"""The scheduler's decisions: what the next step carries (kept apart from what it costs).
+
+- Chunk sizing. A LONE prefill (no decoders running) gets ``--prefill-span`` x interval tokens
+  per step when a span is set (skipping the intermediate snapshot writes), else one interval
+  (capped by ``--max-num-batched-tokens``). A BUSY prefill (decoders running) gets
+  ``--busy-prefill-chunk``: a number, or ``auto``, which reserves ``1 + spec`` rows per
+  decoding sequence out of the budget but refuses to halve the chunk for decode rows alone,
+  then reserves 1/8 of the budget per waiting request, and never goes below the prefill
+  stager's smallest pass. An explicit chunk below that pass is honoured and pays the stager's
+  synchronous expert reads.
+- Admission. First come, first served; a preempted sequence resumes first. A sequence is
+  admitted only if the batch has room (``--max-num-seqs``) and its whole prefill fits in the
+  KV cache above a watermark (:func:`admission_fits`). Held steps admit nothing.
+- Preemption by recompute. When the decoders' next step would not fit in the KV cache, the
+  most recently admitted decoder is preempted: it frees its KV and later re-prefills from
+  token 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pdcensus.sim.config import EngineConfig
+
+KV_WATERMARK_SHARE = 0.01
+GROWTH_HEADROOM_STEPS = 128
+
+
+@dataclass(frozen=True)
+class ChunkPlan:
+    """The prefill chunk of the next step and whether it is below the stager's smallest pass."""
+
+    tokens: int
+    below_stager_pass: bool
+    skip_intermediate_writes: bool
+
+
+def busy_budget_tokens(config: EngineConfig) -> int:
+    """The budget a busy chunk is cut from: one interval, capped by the step budget."""
+    return min(config.max_num_batched_tokens, config.checkpoint_interval)
+
+
+def auto_busy_chunk_tokens(config: EngineConfig, decoders: int, waiting: int, stager_min_pass_tokens: int) -> int:
+    """``--busy-prefill-chunk auto``: the runbook's rule, in tokens."""
+    budget = busy_budget_tokens(config)
+    after_rows = max(budget - config.rows_per_sequence * decoders, budget // 2)
+    after_waiting = after_rows - waiting * (budget // 8)
+    return max(after_waiting, stager_min_pass_tokens)
+
+
+def plan_chunk(
+    config: EngineConfig, decoders: int, waiting: int, remaining_tokens: int, stager_min_pass_tokens: int
+) -> ChunkPlan:
+    """The next chunk for a prefill with ``remaining_tokens`` left."""
+    if decoders == 0:
+        if config.prefill_span > 1:
+            size = config.prefill_span * config.checkpoint_interval
+            return ChunkPlan(min(size, remaining_tokens), False, True)
+        size = min(config.max_num_batched_tokens, config.checkpoint_interval)
+        return ChunkPlan(min(size, remaining_tokens), False, False)
+    if config.busy_prefill_chunk is None:
+        size = auto_busy_chunk_tokens(config, decoders, waiting, stager_min_pass_tokens)
+        return ChunkPlan(min(size, remaining_tokens), False, False)
+    size = min(config.busy_prefill_chunk, config.max_num_batched_tokens)
+    below = size < stager_min_pass_tokens and remaining_tokens > size
+    return ChunkPlan(min(size, remaining_tokens), below, False)
+
+
+def admission_fits(
+    free_tokens: int, prefill_context_tokens: int, capacity_tokens: int, running: int, growth_per_step: int,
+    config: EngineConfig,
+) -> bool:
+    """Whether a sequence whose prefill ends at ``prefill_context_tokens`` may be admitted now.
+
+    Above the prompt, the cache must keep a watermark: 1 % of capacity or the decoders' growth
+    over :data:`GROWTH_HEADROOM_STEPS` steps, whichever is larger (so a resumed sequence is not
+    preempted again a few steps later).
+    """
+    if running >= config.max_num_seqs:
+        return False
+    watermark = max(int(KV_WATERMARK_SHARE * capacity_tokens), GROWTH_HEADROOM_STEPS * growth_per_step)
+    return free_tokens - prefill_context_tokens >= watermark

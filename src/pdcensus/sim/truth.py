@@ -1,0 +1,147 @@
+"""Ground truth from the engine model's own accounting, never from a scenario's name.
+
+For every decoding sequence the engine accounts the decode time it lost to each mechanism:
+
+- step-time sharing: a decode row in a chunk step waits the chunk's whole time beyond a
+  decode-only step of the same batch (chunk tokens, snapshot writes, a stager stall);
+- eviction (residency): the expert-miss part of every step, which exists only because a
+  prefill's arena loan evicted hot experts that the heat engine has not yet re-promoted;
+- preemption stall: the time a preempted sequence is stopped and re-prefilling from token 0,
+  until it emits its next token.
+
+The decoders' decode time is the sum over steps of (decoders x step time) plus the stalls.
+:data:`RULE` is the verdict rule, stated in words in every truth.json.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class Mechanism(str, Enum):
+    """The census's verdict vocabulary."""
+
+    STEP_TIME_SHARING = "step-time-sharing"
+    EVICTION = "eviction"
+    PREEMPTION_STALL = "preemption-stall"
+    NONE = "none"
+    MIXED = "mixed"
+    INCONCLUSIVE = "inconclusive"
+
+
+CAUSES: tuple[Mechanism, ...] = (Mechanism.STEP_TIME_SHARING, Mechanism.EVICTION, Mechanism.PREEMPTION_STALL)
+DOMINANT_SHARE_OF_DECODE = 0.05
+DOMINANT_SHARE_OF_LOSS = 0.25
+ALLOWED_SHARE_OF_DECODE = 0.005
+MIN_MEAN_DECODERS = 0.5
+
+RULE = (
+    "a mechanism DOMINATES when its lost decode time is >= 5% of the decoders' decode time and >= 25% "
+    "of all lost time; it is ALLOWED (present, minor) when its lost time is >= 0.5% of the decoders' "
+    "decode time; mechanism = 'none' if none dominates, the one if one does, 'mixed' if two or more do; "
+    "'inconclusive' when a perfect census could not decide: fewer than 0.5 decoders on average, or no "
+    "chunk step ever ran beside decoders (no busy bucket)"
+)
+
+
+@dataclass
+class LossLedger:
+    """Lost decode time per mechanism and the model's own step means, for one engine process."""
+
+    start_seconds: float
+    end_seconds: float = 0.0
+    decode_seconds: float = 0.0
+    sharing_seconds: float = 0.0
+    eviction_seconds: float = 0.0
+    preemption_seconds: float = 0.0
+    chunk_steps: int = 0
+    chunk_steps_beside_decoders: int = 0
+    chunk_step_seconds: float = 0.0
+    decode_steps: int = 0
+    decode_step_seconds: float = 0.0
+    held_steps: int = 0
+    prefill_tokens: int = 0
+    cut_tokens: int = 0
+    preemptions: int = 0
+
+    def record_steps(
+        self, decoders: int, steps: int, step_seconds: float, chunk_extra_seconds: float,
+        miss_seconds: float, is_chunk: bool, held: bool, prefill_tokens: int,
+    ) -> None:
+        """Account ``steps`` identical steps."""
+        if is_chunk:
+            self.chunk_steps += steps
+            self.chunk_step_seconds += steps * step_seconds
+            if decoders:
+                self.chunk_steps_beside_decoders += steps
+            self.prefill_tokens += steps * prefill_tokens
+        else:
+            self.decode_steps += steps
+            self.decode_step_seconds += steps * step_seconds
+            if held:
+                self.held_steps += steps
+        if decoders:
+            self.decode_seconds += decoders * steps * step_seconds
+            self.sharing_seconds += decoders * steps * chunk_extra_seconds
+            self.eviction_seconds += decoders * steps * miss_seconds
+
+    def record_stall(self, seconds: float) -> None:
+        """A preempted sequence emitted again ``seconds`` after it was stopped."""
+        self.preemption_seconds += seconds
+        self.decode_seconds += seconds
+
+    def losses(self) -> dict[Mechanism, float]:
+        return {
+            Mechanism.STEP_TIME_SHARING: self.sharing_seconds,
+            Mechanism.EVICTION: self.eviction_seconds,
+            Mechanism.PREEMPTION_STALL: self.preemption_seconds,
+        }
+
+
+def judge(ledger: LossLedger) -> dict[str, object]:
+    """Apply :data:`RULE` to one ledger: mechanism, mechanisms, allowed, losses, shares, step means."""
+    losses = ledger.losses()
+    total_loss = sum(losses.values())
+    decode = ledger.decode_seconds
+    window = max(ledger.end_seconds - ledger.start_seconds, 1e-9)
+    share = {m: (v / decode if decode > 0 else 0.0) for m, v in losses.items()}
+    share_of_loss = {m: (v / total_loss if total_loss > 0 else 0.0) for m, v in losses.items()}
+    dominant = [
+        m for m in CAUSES
+        if share[m] >= DOMINANT_SHARE_OF_DECODE and share_of_loss[m] >= DOMINANT_SHARE_OF_LOSS
+    ]
+    allowed = [m for m in CAUSES if share[m] >= ALLOWED_SHARE_OF_DECODE]
+    mean_decoders = decode / window
+    if mean_decoders < MIN_MEAN_DECODERS or ledger.chunk_steps_beside_decoders == 0:
+        verdict = Mechanism.INCONCLUSIVE
+    elif not dominant:
+        verdict = Mechanism.NONE
+    elif len(dominant) == 1:
+        verdict = dominant[0]
+    else:
+        verdict = Mechanism.MIXED
+    return {
+        "mechanism": verdict.value,
+        "mechanisms": [m.value for m in dominant],
+        "allowed": [m.value for m in allowed],
+        "loss_seconds": {m.value: round(v, 6) for m, v in losses.items()},
+        "loss_share": {m.value: round(v, 6) for m, v in share.items()},
+        "loss_share_of_lost": {m.value: round(v, 6) for m, v in share_of_loss.items()},
+        "decode_seconds": round(decode, 6),
+        "mean_decoders": round(mean_decoders, 4),
+        "decode_step_seconds": _mean(ledger.decode_step_seconds, ledger.decode_steps),
+        "chunk_step_seconds": _mean(ledger.chunk_step_seconds, ledger.chunk_steps),
+        "decode_steps": ledger.decode_steps,
+        "chunk_steps": ledger.chunk_steps,
+        "chunk_steps_beside_decoders": ledger.chunk_steps_beside_decoders,
+        "held_steps": ledger.held_steps,
+        "preemptions": ledger.preemptions,
+        "prefill_tokens": ledger.prefill_tokens,
+        "prefix_hit_cut_tokens": ledger.cut_tokens,
+        "prefix_hit_cut_share": round(ledger.cut_tokens / ledger.prefill_tokens, 6) if ledger.prefill_tokens else 0.0,
+    }
+
+
+def _mean(total: float, n: int) -> float | None:
+    return round(total / n, 9) if n else None

@@ -1,0 +1,209 @@
+"""Workloads: arrival processes, length distributions, open-loop streams and multi-turn sessions.
+
+Open-loop streams (chat traffic, long-context documents) are generated lazily in arrival
+order, so a day of traffic never sits in memory at once: :class:`WorkloadFeeder` hands the
+engine every arrival up to a horizon before the engine is advanced. Multi-turn sessions are
+closed-loop: the next turn arrives a think time after the previous one finished, and its
+prompt is the whole previous context plus the new user tokens, so it hits the prefix cache
+(``cached_depth``) and is reused only up to the last retained checkpoint.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+import random
+from collections.abc import Iterator
+from dataclasses import dataclass, field, replace
+from enum import Enum
+
+from pdcensus.sim.engine import Engine
+from pdcensus.sim.entities import Request, Sequence
+
+
+class ArrivalKind(str, Enum):
+    POISSON = "poisson"
+    BURSTY = "bursty"  # two-state modulated Poisson: calm at rate, bursts at burst_factor x rate
+    DIURNAL = "diurnal"  # rate x (1 + amplitude x sin(2 pi t / 1 day))
+    PERIODIC = "periodic"  # one every 1/rate seconds, jittered by +-jitter_share of the period
+
+
+@dataclass(frozen=True)
+class Arrivals:
+    """An arrival process with a mean rate (per second)."""
+
+    kind: ArrivalKind
+    rate_per_second: float
+    burst_factor: float = 4.0
+    burst_seconds: float = 60.0
+    calm_seconds: float = 240.0
+    amplitude: float = 0.5
+    jitter_share: float = 0.1
+    offset_seconds: float = 0.0
+
+    def times(self, rng: random.Random, start: float, end: float) -> Iterator[float]:
+        """Arrival instants in ``[start, end)``, increasing."""
+        if self.rate_per_second <= 0:
+            return
+        if self.kind is ArrivalKind.PERIODIC:
+            period = 1.0 / self.rate_per_second
+            t = start + self.offset_seconds
+            while t < end:
+                yield max(start, t + rng.uniform(-1, 1) * self.jitter_share * period)
+                t += period
+            return
+        if self.kind is ArrivalKind.POISSON:
+            t = start
+            while True:
+                t += rng.expovariate(self.rate_per_second)
+                if t >= end:
+                    return
+                yield t
+        bursty = self.kind is ArrivalKind.BURSTY
+        peak = self.rate_per_second * (self.burst_factor if bursty else 1 + self.amplitude)
+        t, in_burst = start, False
+        switch_at = start + self.offset_seconds + rng.expovariate(1 / self.calm_seconds)
+        while True:
+            t += rng.expovariate(peak)
+            if t >= end:
+                return
+            if bursty:
+                while t >= switch_at:
+                    in_burst = not in_burst
+                    mean = self.burst_seconds if in_burst else self.calm_seconds
+                    switch_at += rng.expovariate(1 / mean)
+                rate = self.rate_per_second * (self.burst_factor if in_burst else 1.0)
+            else:
+                rate = self.rate_per_second * (1 + self.amplitude * math.sin(2 * math.pi * t / 86400.0))
+            if rng.random() * peak <= rate:
+                yield t
+
+
+@dataclass(frozen=True)
+class Lengths:
+    """A log-normal token count (median, sigma), clipped to ``[low, high]``."""
+
+    median: float
+    sigma: float = 0.5
+    low: int = 1
+    high: int = 1 << 20
+
+    def sample(self, rng: random.Random) -> int:
+        value = int(round(self.median * math.exp(rng.gauss(0.0, self.sigma))))
+        return max(self.low, min(self.high, value))
+
+
+@dataclass(frozen=True)
+class Stream:
+    """Open-loop requests: each arrival is a fresh prompt."""
+
+    kind: str
+    arrivals: Arrivals
+    prompt: Lengths
+    output: Lengths
+
+
+@dataclass(frozen=True)
+class Sessions:
+    """Multi-turn sessions: a first prompt (a document), then turns that extend the context."""
+
+    arrivals: Arrivals
+    first_prompt: Lengths
+    turn_tokens: Lengths
+    output: Lengths
+    turns: Lengths
+    think_seconds: float = 15.0
+    kind: str = "session"
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Everything that arrives at one engine process."""
+
+    streams: tuple[Stream, ...] = ()
+    sessions: tuple[Sessions, ...] = ()
+
+    def scaled(self, load: float) -> Workload:
+        """The same workload with every arrival rate multiplied by ``load``."""
+        def scale(a: Arrivals) -> Arrivals:
+            return replace(a, rate_per_second=a.rate_per_second * load)
+        return Workload(
+            tuple(replace(s, arrivals=scale(s.arrivals)) for s in self.streams),
+            tuple(replace(s, arrivals=scale(s.arrivals)) for s in self.sessions),
+        )
+
+
+@dataclass
+class _SessionState:
+    spec: Sessions
+    session_id: int
+    turns_left: int
+    context_tokens: int
+
+
+@dataclass
+class WorkloadFeeder:
+    """Feeds one engine: open-loop arrivals up to a horizon, session turns on completion."""
+
+    workload: Workload
+    engine: Engine
+    rng: random.Random
+    start_seconds: float
+    end_seconds: float
+    max_model_len: int = 131072
+    _pending: Iterator[tuple[float, int, Request]] = field(init=False)
+    _next: tuple[float, int, Request] | None = field(init=False, default=None)
+    _sessions: dict[int, _SessionState] = field(init=False, default_factory=dict)
+    _next_session_id: int = field(init=False, default=1)
+
+    def __post_init__(self) -> None:
+        gens = [self._stream(i, s) for i, s in enumerate(self.workload.streams)]
+        gens += [self._session_starts(i, s) for i, s in enumerate(self.workload.sessions)]
+        self._pending = heapq.merge(*gens, key=lambda item: (item[0], item[1]))
+        self._next = next(self._pending, None)
+        self.engine.finish_hooks.append(self._on_finish)
+
+    def _stream(self, index: int, stream: Stream) -> Iterator[tuple[float, int, Request]]:
+        rng = random.Random(self.rng.getrandbits(64))
+        for t in stream.arrivals.times(rng, self.start_seconds, self.end_seconds):
+            prompt = min(stream.prompt.sample(rng), self.max_model_len - 16)
+            output = min(stream.output.sample(rng), self.max_model_len - prompt)
+            yield (t, index, Request(t, prompt, output, kind=stream.kind))
+
+    def _session_starts(self, index: int, spec: Sessions) -> Iterator[tuple[float, int, Request]]:
+        rng = random.Random(self.rng.getrandbits(64))
+        for t in spec.arrivals.times(rng, self.start_seconds, self.end_seconds):
+            sid = self._next_session_id
+            self._next_session_id += 1
+            prompt = min(spec.first_prompt.sample(rng), self.max_model_len // 2)
+            state = _SessionState(spec, sid, max(1, spec.turns.sample(rng)) - 1, 0)
+            self._sessions[sid] = state
+            output = spec.output.sample(rng)
+            yield (t, 1000 + index, Request(t, prompt, output, session_id=sid, kind=spec.kind))
+
+    def feed(self, until_seconds: float) -> None:
+        """Submit every open-loop arrival up to ``until_seconds``."""
+        while self._next is not None and self._next[0] <= until_seconds:
+            self.engine.submit(self._next[2])
+            self._next = next(self._pending, None)
+
+    def _on_finish(self, seq: Sequence, now: float) -> None:
+        sid = seq.request.session_id
+        state = self._sessions.get(sid)
+        if state is None:
+            return
+        context = seq.request.prompt_tokens + seq.request.output_tokens
+        spec = state.spec
+        new_tokens = spec.turn_tokens.sample(self.rng)
+        output = spec.output.sample(self.rng)
+        if state.turns_left <= 0 or context + new_tokens + output > self.max_model_len:
+            del self._sessions[sid]
+            self.engine.checkpoints.forget(sid)
+            return
+        state.turns_left -= 1
+        arrival = now + self.rng.expovariate(1.0 / spec.think_seconds)
+        if arrival >= self.end_seconds:
+            del self._sessions[sid]
+            return
+        self.engine.submit(Request(arrival, context + new_tokens, output, session_id=sid,
+                                   cached_depth=context, kind=spec.kind))
