@@ -1,0 +1,163 @@
+"""The step ledger: three counters, read as per-interval increases, never as a rate.
+
+- mean decode-only step = d(step_seconds_decode) / d(steps_decode)
+- mean chunk step = d(step_seconds - step_seconds_decode) / d(steps - steps_decode)
+- held steps = d(steps_held): zero means nothing protects decoders.
+
+A plain mean step (``step_seconds / steps``) is reported only to show how little it
+moves: when ~5 % of steps carry a third of the step time it is diluted.
+
+The ledger also splits decoders' lost time by cause, per interval, against a
+reference decode-only step ``d0``: the most common decode-only step of the shape
+(its half-sample mode). The mean decode-only step of quiet intervals (no heavy prefill
+at the scrape or in the interval) against ``d0`` is the "inflated after prefill" test:
+a residency tail spreads minutes of slow steps above the mode, flat sharing does not.
+There is no adjustment for batch size: an eviction slows decoders, requests pile up
+and ``running`` rises, so a per-row fit would explain the eviction away.
+
+- step-time sharing: chunk time beyond what the same steps would take decode-only,
+  ``chunk_seconds - chunk_steps x decode_step``;
+- residency (eviction): decode-only steps slower than the reference,
+  ``(decode_step - d0) x steps``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdcensus.census.buckets import BucketAssignment
+from pdcensus.census.lag import History
+from pdcensus.census.model import LedgerBucket, LedgerResult, LedgerTimeline
+from pdcensus.census.signals import ShapeSignals
+from pdcensus.series.profiles import Signal
+
+# Fewer reference intervals than this: d0 comes from a weaker reference (said in the report).
+MIN_REFERENCE_INTERVALS = 10
+# A cluster of decode-only steps this many times faster than the common level (a factor a
+# batch-size change alone rarely reaches; an expert-miss penalty does), holding at
+# least this share of intervals, is the undisturbed step (see _reference).
+FAST_CLUSTER_FACTOR = 2.0
+FAST_CLUSTER_SHARE = 0.10
+
+
+@dataclass(frozen=True)
+class LedgerExcess:
+    """Per-row lost seconds by cause (NaN where the interval has no ledger)."""
+
+    sharing_seconds: np.ndarray
+    residency_seconds: np.ndarray
+    valid: np.ndarray
+    decode_seconds: np.ndarray  # d(step_seconds_decode), 0 where invalid
+    decode_steps: np.ndarray  # d(steps_decode), 0 where invalid
+    reference_step_seconds: np.ndarray  # d0 per row (NaN without a reference)
+    chunk_steps: np.ndarray  # d(steps - steps_decode), 0 where invalid
+
+
+def _ratio(num: np.ndarray, den: np.ndarray, sel: np.ndarray) -> float:
+    d = float(np.nansum(den[sel]))
+    return float(np.nansum(num[sel]) / d) if d > 0 else float("nan")
+
+
+def half_sample_mode(values: np.ndarray) -> float:
+    """The half-sample mode (Bickel): repeatedly keep the densest half of the sorted data.
+
+    The undisturbed decode-only step is the most common one; a residency tail spreads
+    slow steps over a range as it decays, so the mode ignores it where a mean or even a
+    median would not (a tail can cover most of the quiet time).
+    """
+    x = np.sort(np.asarray(values, dtype=np.float64)[np.isfinite(values)])
+    while x.size > 3:
+        h = (x.size + 1) // 2
+        widths = x[h - 1:] - x[: x.size - h + 1]
+        i = int(np.argmin(widths))
+        x = x[i:i + h]
+    if x.size == 3:
+        x = x[:2] if x[1] - x[0] <= x[2] - x[1] else x[1:]
+    return float(x.mean()) if x.size else float("nan")
+
+
+def _reference(dstep: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, str] | None:
+    ok = sel & np.isfinite(dstep)
+    if ok.sum() < MIN_REFERENCE_INTERVALS:
+        return None
+    values = dstep[ok]
+    mode = half_sample_mode(values)
+    fast = values[values < mode / FAST_CLUSTER_FACTOR]
+    if fast.size >= max(MIN_REFERENCE_INTERVALS, FAST_CLUSTER_SHARE * values.size):
+        # an eviction that covers most of the window makes the slow level the common one;
+        # a cluster of clearly faster intervals is then the undisturbed step
+        return np.full(dstep.shape, half_sample_mode(fast)), (
+            f"half-sample mode of the {fast.size} intervals at least {FAST_CLUSTER_FACTOR:g}x faster than the "
+            f"common level ({1000 * mode:.1f} ms)")
+    return np.full(dstep.shape, mode), f"half-sample mode of {int(ok.sum())}"
+
+
+def step_ledger(
+    signals: ShapeSignals,
+    assignment: BucketAssignment,
+    hist: History,
+) -> tuple[LedgerResult, LedgerExcess | None]:
+    """The ledger for one shape, or why there is none."""
+    prof = signals.profile
+    inc = signals.increases
+    need = (Signal.STEPS, Signal.STEPS_DECODE, Signal.STEP_SECONDS, Signal.STEP_SECONDS_DECODE)
+    if not prof.has_ledger and not all(s in inc for s in need):
+        return LedgerResult(False, f"build/profile {prof.name} exports no decode-only step counters "
+                                   "(engine_steps_decode_total, engine_step_seconds_decode_total): no ledger"), None
+    missing = [prof.name_of(s) or s.value for s in need if s not in inc]
+    if missing:
+        return LedgerResult(False, "ledger counters not scraped: " + ", ".join(missing)), None
+    steps, steps_d = inc[Signal.STEPS], inc[Signal.STEPS_DECODE]
+    secs, secs_d = inc[Signal.STEP_SECONDS], inc[Signal.STEP_SECONDS_DECODE]
+    held = inc.get(Signal.STEPS_HELD, np.zeros(signals.n))
+    valid = np.isfinite(steps) & np.isfinite(steps_d) & np.isfinite(secs) & np.isfinite(secs_d)
+    if valid.sum() < 1:
+        return LedgerResult(False, "fewer than two scrapes with the ledger counters: no interval"), None
+    cn = np.clip(steps - steps_d, 0, None)
+    cs = np.clip(secs - secs_d, 0, None)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dstep = np.where(valid & (steps_d > 0), secs_d / np.where(steps_d > 0, steps_d, 1), np.nan)
+        cstep = np.where(valid & (cn > 0), cs / np.where(cn > 0, cn, 1), np.nan)
+        chunk_share = np.where(valid & (secs > 0), cs / np.where(secs > 0, secs, 1), np.nan)
+    running = signals.gauge(Signal.RUNNING)
+    running = np.zeros(signals.n) if running is None else np.nan_to_num(running)
+    ref = _reference(dstep, valid)
+    reference = "undisturbed decode-only step"
+    if ref is None:
+        d0 = np.full(signals.n, float("nan"))
+        reference = "none: too few idle intervals to measure an undisturbed decode-only step"
+    else:
+        d0, how = ref
+        reference = f"{reference}; {how}"
+    busy_v, tail_v = hist.heavy & valid, hist.tail & valid
+    base = _ratio(d0 * steps_d, steps_d, valid & np.isfinite(d0))
+    during = _ratio(secs_d, steps_d, busy_v) / _ratio(d0 * steps_d, steps_d, busy_v) if ref else float("nan")
+    quiet_v = hist.quiet & valid
+    after = _ratio(secs_d, steps_d, quiet_v) / _ratio(d0 * steps_d, steps_d, quiet_v) if ref else float("nan")
+    by_bucket = tuple(
+        LedgerBucket(label, int((valid & (assignment.index == b)).sum()),
+                     _ratio(secs_d, steps_d, valid & (assignment.index == b)),
+                     _ratio(cs, cn, valid & (assignment.index == b)),
+                     float(np.nansum(cn[valid & (assignment.index == b)])))
+        for b, label in enumerate(assignment.labels)
+    )
+    fill = lambda a: tuple(float(x) for x in np.where(valid, a, np.nan))  # noqa: E731
+    timeline = LedgerTimeline(tuple(float(t) for t in signals.times), fill(dstep), fill(cstep), fill(held),
+                              fill(chunk_share))
+    total_steps = float(np.nansum(steps[valid]))
+    result = LedgerResult(
+        True, "ran", int(valid.sum()), _ratio(secs_d, steps_d, valid), _ratio(cs, cn, valid),
+        _ratio(secs, steps, valid), total_steps, float(np.nansum(held[valid])),
+        _ratio(cn, steps, valid), _ratio(cs, secs, valid), base, reference, float(during), float(after),
+        by_bucket, timeline,
+    )
+    dref = np.where(np.isfinite(dstep), dstep, d0)
+    dt = np.nan_to_num(signals.interval_seconds)
+    sharing = np.clip(cs - cn * np.nan_to_num(dref), 0, dt)
+    residency = np.where(np.isfinite(dstep) & np.isfinite(d0), (dstep - d0) * (steps_d + cn), 0.0)
+    residency = np.clip(residency, -dt, dt)
+    return result, LedgerExcess(np.where(valid, sharing, np.nan), np.where(valid, residency, np.nan), valid,
+                                np.where(valid, np.nan_to_num(secs_d), 0.0), np.where(valid, np.nan_to_num(steps_d), 0.0),
+                                d0, np.where(valid, np.nan_to_num(cn), 0.0))

@@ -1,0 +1,316 @@
+"""The typed census report: frozen dataclasses that every renderer reads, and their JSON.
+
+One :class:`CensusReport` per endpoint. ``to_dict()`` gives the versioned JSON object
+(schema ``pdcensus/census/v1``, documented in ``docs/census-schema.md``); several
+endpoints serialise as ``{"schema": ..., "endpoints": [...]}`` via
+:func:`reports_to_dict`. Floats that are not finite become ``null`` in JSON (JSON has
+no NaN); tuples become lists; enums become their value.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, fields, is_dataclass
+from enum import Enum
+from typing import Any
+
+SCHEMA = "pdcensus/census/v1"
+
+
+class Mechanism(str, Enum):
+    """What the verdict names (the runbook's mechanisms plus the two non-answers)."""
+
+    STEP_TIME_SHARING = "step-time-sharing"
+    EVICTION = "eviction"
+    PREEMPTION_STALL = "preemption-stall"
+    MIXED = "mixed"
+    NONE = "none"
+    INCONCLUSIVE = "inconclusive"
+
+
+class SegmentStart(str, Enum):
+    """Why a shape (segment) starts where it starts."""
+
+    WINDOW_START = "window-start"
+    UP_ZERO = "up-zero"
+    GAP = "gap"
+    COUNTER_RESET = "counter-reset"
+    PROCESS_START = "process-start-changed"
+    NEW_FAMILY = "new-family"
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One number the verdict rests on, the rule it was held against, and the outcome."""
+
+    rule: str
+    value: float | None
+    threshold: float | None
+    satisfied: bool
+    text: str
+
+
+@dataclass(frozen=True)
+class Verdict:
+    mechanism: Mechanism
+    mechanisms: tuple[Mechanism, ...]
+    confidence: float
+    evidence: tuple[Evidence, ...]
+    settle: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One shape: a run of scrapes from one process of one build."""
+
+    index: int
+    start: float
+    end: float
+    scrapes: int
+    profile: str
+    starts_because: SegmentStart
+    reason: str
+    proven: bool = True
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ShapeResult:
+    segments: tuple[Segment, ...]
+    analysed: int | None
+    proven: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class LedgerBucket:
+    """Decode-only and chunk step by the prefill bucket of the scrape ending the interval."""
+
+    bucket: str
+    intervals: int
+    decode_step_seconds: float
+    chunk_step_seconds: float
+    chunk_steps: float
+
+
+@dataclass(frozen=True)
+class LedgerTimeline:
+    """Per interval between scrapes (aligned with the interval's ending scrape time)."""
+
+    times: tuple[float, ...]
+    decode_step_seconds: tuple[float, ...]
+    chunk_step_seconds: tuple[float, ...]
+    held_steps: tuple[float, ...]
+    chunk_time_share: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class LedgerResult:
+    available: bool
+    reason: str
+    intervals: int = 0
+    decode_step_seconds: float = math.nan
+    chunk_step_seconds: float = math.nan
+    mean_step_seconds: float = math.nan
+    steps: float = 0.0
+    held_steps: float = 0.0
+    chunk_share_of_steps: float = math.nan
+    chunk_share_of_step_time: float = math.nan
+    reference_decode_step_seconds: float = math.nan
+    reference: str = ""
+    decode_step_inflation_during_prefill: float = math.nan
+    decode_step_inflation_after_prefill: float = math.nan
+    by_bucket: tuple[LedgerBucket, ...] = ()
+    timeline: LedgerTimeline | None = None
+
+
+@dataclass(frozen=True)
+class BucketRow:
+    bucket: str
+    low_tokens_per_second: float
+    high_tokens_per_second: float
+    samples: int
+    decode_tokens_per_second: float
+    per_stream_tokens_per_second: float
+    per_stream_samples: int
+    per_stream_vs_idle: float
+    ttft_p50_seconds: float = math.nan
+    ttft_p90_seconds: float = math.nan
+    ttft_p99_seconds: float = math.nan
+    ttft_requests: float = 0.0
+    preemptions: float = 0.0
+
+
+@dataclass(frozen=True)
+class BucketTable:
+    """Decode by prefill from the same scrape: an idle bucket and a few busy ones."""
+
+    prefill: str
+    basis: str
+    idle_threshold_tokens_per_second: float
+    idle_rule: str
+    edges_tokens_per_second: tuple[float, ...]
+    rows: tuple[BucketRow, ...]
+    scrape_interval_seconds: float
+    warnings: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LagPoint:
+    lag_seconds: float
+    effect: float
+    low: float
+    high: float
+    busy_samples: int
+    idle_samples: int
+
+
+@dataclass(frozen=True)
+class LagResult:
+    available: bool
+    reason: str
+    points: tuple[LagPoint, ...] = ()
+    tail_window_seconds: tuple[float, float] = (120.0, 840.0)
+    tail_effect: float = math.nan
+    tail_low: float = math.nan
+    tail_high: float = math.nan
+    tail_samples: int = 0
+    clean_samples: int = 0
+    longest_lag_with_effect_seconds: float = 0.0
+    control: str = ""
+
+
+@dataclass(frozen=True)
+class TtftResult:
+    available: bool
+    reason: str
+    family: str = ""
+    idle_p90_seconds: float = math.nan
+    busiest_p90_seconds: float = math.nan
+
+
+@dataclass(frozen=True)
+class Burst:
+    start: float
+    end: float
+    preemptions: float
+    decode_vs_baseline: float
+    prefill_vs_baseline: float
+
+
+@dataclass(frozen=True)
+class PreemptionResult:
+    available: bool
+    reason: str
+    total: float = 0.0
+    bursts: tuple[Burst, ...] = ()
+    decode_dip: float = math.nan
+    prefill_spike: float = math.nan
+    depth_max: float = math.nan
+    depth_mean: float = math.nan
+    times: tuple[float, ...] = ()
+    increases: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Trap:
+    name: str
+    fired: bool
+    text: str
+    value: float | None = None
+
+
+@dataclass(frozen=True)
+class LossShares:
+    """Each mechanism's lost decode time as a share of decoders' time, with intervals."""
+
+    step_time_sharing: float
+    step_time_sharing_interval: tuple[float, float]
+    step_time_sharing_basis: str
+    eviction: float
+    eviction_interval: tuple[float, float]
+    eviction_basis: str
+    preemption_stall: float
+    preemption_stall_interval: tuple[float, float]
+    preemption_stall_basis: str
+    collapse_at_lag0: float
+    collapse_at_lag0_interval: tuple[float, float]
+
+
+@dataclass(frozen=True)
+class Timeline:
+    """Per-scrape series for plots (the analysed shape only)."""
+
+    times: tuple[float, ...]
+    decode_tokens_per_second: tuple[float, ...]
+    prefill_tokens_per_second: tuple[float, ...]
+    running: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class CensusReport:
+    source: str
+    job: str
+    instance: str
+    profile: str
+    profile_reason: str
+    verdict: Verdict
+    shape: ShapeResult
+    ledger: LedgerResult
+    buckets: BucketTable | None
+    client_new_buckets: BucketTable | None
+    lag: LagResult
+    ttft: TtftResult
+    preemption: PreemptionResult
+    traps: tuple[Trap, ...]
+    losses: LossShares | None
+    timeline: Timeline | None
+    advice: tuple[dict[str, Any], ...] = field(default=())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object of schema ``pdcensus/census/v1``."""
+        return {
+            "schema": SCHEMA,
+            "source": self.source,
+            "endpoint": {"job": self.job, "instance": self.instance},
+            "profile": {"name": self.profile, "reason": self.profile_reason},
+            "verdict": plain(self.verdict),
+            "shape": plain(self.shape),
+            "ledger": plain(self.ledger),
+            "buckets": plain(self.buckets),
+            "client_new_buckets": plain(self.client_new_buckets),
+            "lag": plain(self.lag),
+            "ttft": plain(self.ttft),
+            "preemption": plain(self.preemption),
+            "traps": plain(self.traps),
+            "losses": plain(self.losses),
+            "timeline": plain(self.timeline),
+            "advice": [dict(a) for a in self.advice],
+        }
+
+
+def reports_to_dict(reports: list[CensusReport]) -> dict[str, Any]:
+    """One object for one endpoint; ``{"schema", "endpoints": [...]}`` for several."""
+    if len(reports) == 1:
+        return reports[0].to_dict()
+    return {"schema": SCHEMA, "endpoints": [r.to_dict() for r in reports]}
+
+
+def plain(value: Any) -> Any:
+    """Dataclasses, enums, tuples and floats -> JSON-ready Python (NaN/inf -> None)."""
+    if value is None or isinstance(value, (bool, str, int)) and not isinstance(value, Enum):
+        return value
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if is_dataclass(value) and not isinstance(value, type):
+        return {f.name: plain(getattr(value, f.name)) for f in fields(value)}
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    try:  # numpy scalars
+        return plain(value.item())
+    except AttributeError:
+        return str(value)

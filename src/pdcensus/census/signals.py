@@ -1,0 +1,132 @@
+"""The census's inputs for one shape: logical signals read through the metric profile.
+
+Every pass reads :class:`ShapeSignals`, never a sample name: the profile
+(``pdcensus.series.profiles``) maps each logical signal to the engine's name. Gauges
+are summed over label sets (e.g. several ``model_name`` values) per scrape; counters
+become per-interval increases; classic histograms become per-interval bucket
+increases by ``le``.
+
+Decode and prefill come from the same-scrape gauges where the engine exports them
+(radiance). Where they exist only as counters (plain vLLM, SGLang), each is the
+counter's increase over the scrape interval divided by the interval's length, and
+``rates_from_counters`` says so: those are interval means, not same-instant gauges.
+Engines that carry the step ledger under other names (TGI's per-method forward
+histograms, SGLang's per-mode execution seconds) get it from
+``pdcensus.series.engine_ledger``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pdcensus.census.counters import summed_gauge, summed_increase
+from pdcensus.series.engine_ledger import ledger_increases
+from pdcensus.series.model import Endpoint
+from pdcensus.series.profiles import COUNTER_SIGNALS, HISTOGRAM_SIGNALS, LEDGER_SIGNALS, Profile, Signal
+
+
+@dataclass(frozen=True)
+class Histogram:
+    """Per-interval increases of a classic histogram's cumulative buckets."""
+
+    family: str
+    upper_bounds: np.ndarray
+    increases: np.ndarray  # (rows, buckets); NaN where no valid interval
+
+
+@dataclass(frozen=True)
+class ShapeSignals:
+    """One shape's rows (good scrapes) and the signals the census reads from them."""
+
+    times: np.ndarray
+    interval_seconds: np.ndarray  # seconds since the previous row; NaN on the first
+    scrape_interval_seconds: float
+    profile: Profile
+    names: frozenset[str]
+    gauges: dict[Signal, np.ndarray] = field(default_factory=dict)
+    increases: dict[Signal, np.ndarray] = field(default_factory=dict)
+    histograms: dict[Signal, Histogram] = field(default_factory=dict)
+    decode_tokens_per_second: np.ndarray | None = None
+    prefill_tokens_per_second: np.ndarray | None = None
+    rates_from_counters: bool = False
+
+    @property
+    def n(self) -> int:
+        return len(self.times)
+
+    def gauge(self, signal: Signal) -> np.ndarray | None:
+        return self.gauges.get(signal)
+
+    def increase(self, signal: Signal) -> np.ndarray | None:
+        return self.increases.get(signal)
+
+
+def _parse_le(text: str | None) -> float:
+    if text is None:
+        return float("nan")
+    try:
+        return float(text.replace("Inf", "inf"))
+    except ValueError:
+        return float("nan")
+
+
+def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
+                    scrape_interval_seconds: float) -> ShapeSignals:
+    """Read every signal the profile names from the given endpoint rows (one shape)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    times = endpoint.timestamps[rows]
+    dt = np.full(rows.size, np.nan)
+    if rows.size > 1:
+        dt[1:] = np.diff(times)
+    by_name: dict[str, list[int]] = {}
+    for i, key in enumerate(endpoint.keys):
+        by_name.setdefault(key.name, []).append(i)
+    values = endpoint.values[rows]
+    present = endpoint.present[rows]
+    names = frozenset(n for n, cols in by_name.items() if present[:, cols].any())
+
+    gauges: dict[Signal, np.ndarray] = {}
+    increases: dict[Signal, np.ndarray] = {}
+    histograms: dict[Signal, Histogram] = {}
+    for signal, name in profile.signals.items():
+        if signal in HISTOGRAM_SIGNALS:
+            cols = by_name.get(name + "_bucket", [])
+            groups: dict[float, list[int]] = {}
+            for c in cols:
+                le = _parse_le(endpoint.keys[c].label("le"))
+                if not np.isnan(le):
+                    groups.setdefault(le, []).append(c)
+            if not groups or not present[:, cols].any():
+                continue
+            bounds = np.array(sorted(groups))
+            inc = np.column_stack([summed_increase(values[:, groups[b]], present[:, groups[b]]) for b in bounds])
+            histograms[signal] = Histogram(name, bounds, inc)
+            continue
+        cols = by_name.get(name, [])
+        if not cols or not present[:, cols].any():
+            continue
+        if signal in COUNTER_SIGNALS:
+            increases[signal] = summed_increase(values[:, cols], present[:, cols])
+        else:
+            gauges[signal] = summed_gauge(values[:, cols], present[:, cols])
+
+    if not all(sig in increases for sig in LEDGER_SIGNALS):
+        # Engines whose ledger is derived from other names (TGI, SGLang, ...): see engine_ledger.
+        for sig, inc in ledger_increases(endpoint, rows, profile).items():
+            increases.setdefault(sig, inc)
+
+    decode = gauges.get(Signal.DECODE_TPS)
+    prefill = gauges.get(Signal.PREFILL_TPS)
+    from_counters = False
+    if decode is None or prefill is None:
+        gen, prompt = increases.get(Signal.GENERATION_TOKENS), increases.get(Signal.PROMPT_TOKENS)
+        if gen is not None and prompt is not None:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                decode, prefill = gen / dt, prompt / dt
+            from_counters = True
+        else:
+            decode = prefill = None
+    return ShapeSignals(times, dt, scrape_interval_seconds, profile, names, gauges, increases, histograms,
+                        decode, prefill, from_counters)

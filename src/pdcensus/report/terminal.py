@@ -1,0 +1,179 @@
+"""The terminal view of a census report (rich): verdict and confidence first, then evidence.
+
+Written for someone paged at 3 a.m.: the first lines say which mechanism, how sure, and
+(if unsure) what data would settle it; the tables below are the evidence in the
+runbook's order (shape, ledger, buckets, lag, preemption, traps). It only reads the
+typed report model; it never computes a figure the census did not.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import io
+import math
+
+from rich.console import Console
+from rich.markup import escape as _e
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+from pdcensus.census.model import BucketTable, CensusReport, Mechanism
+
+_COLOR = {
+    Mechanism.STEP_TIME_SHARING: "bold yellow",
+    Mechanism.EVICTION: "bold magenta",
+    Mechanism.PREEMPTION_STALL: "bold red",
+    Mechanism.MIXED: "bold red",
+    Mechanism.NONE: "bold green",
+    Mechanism.INCONCLUSIVE: "bold cyan",
+}
+_MEANING = {
+    Mechanism.STEP_TIME_SHARING: "decode rows wait out the chunk step beside them (lag-0 only, decode-only steps flat)",
+    Mechanism.EVICTION: "prefill evicted something decoders need: decode stays slow for minutes after it",
+    Mechanism.PREEMPTION_STALL: "preempted sequences stop and re-prefill from token 0: stalls, not sludge",
+    Mechanism.MIXED: "more than one mechanism carries a material share of the lost decode time",
+    Mechanism.NONE: "no material decode collapse while prefill runs",
+    Mechanism.INCONCLUSIVE: "the data cannot decide; see what would settle it",
+}
+_LAG_MINUTES = (0, 0.5, 1, 2, 3, 5, 7, 10, 14, 20)
+
+
+def _f(x: float | None, fmt: str = ".3g", unit: str = "") -> str:
+    if x is None or (isinstance(x, float) and not math.isfinite(x)):
+        return "-"
+    return f"{x:{fmt}}{unit}"
+
+
+def _ms(x: float) -> str:
+    return _f(x * 1000 if math.isfinite(x) else x, ".1f", " ms")
+
+
+def _t(ts: float) -> str:
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%m-%d %H:%M:%S")
+
+
+def _bucket_table(title: str, b: BucketTable) -> Table:
+    t = Table(title=title, title_justify="left")
+    for col in ("bucket", "samples", "decode tok/s", "per-stream tok/s", "vs idle", "TTFT p50", "p90", "p99",
+                "preemptions"):
+        t.add_column(col, justify="left" if col == "bucket" else "right")
+    for r in b.rows:
+        t.add_row(_e(r.bucket), str(r.samples), _f(r.decode_tokens_per_second, ".0f"),
+                  _f(r.per_stream_tokens_per_second, ".1f"), _f(r.per_stream_vs_idle, ".2f"),
+                  _f(r.ttft_p50_seconds, ".2f", " s"), _f(r.ttft_p90_seconds, ".2f", " s"),
+                  _f(r.ttft_p99_seconds, ".2f", " s"), _f(r.preemptions, ".0f"))
+    return t
+
+
+def render(report: CensusReport, console: Console) -> None:
+    """Print the report on a rich console."""
+    v = report.verdict
+    head = Text()
+    head.append(f"{v.mechanism.value}", style=_COLOR[v.mechanism])
+    head.append(f"   confidence {v.confidence:.2f}\n", style="bold")
+    head.append(_MEANING[v.mechanism])
+    if v.mechanisms and v.mechanism != Mechanism.MIXED:
+        head.append("\nfound: " + ", ".join(m.value for m in v.mechanisms))
+    if v.mechanism == Mechanism.MIXED:
+        head.append("\nmechanisms: " + ", ".join(m.value for m in v.mechanisms))
+    if report.losses:
+        lo = report.losses
+        head.append(f"\nlost decode time: sharing {100 * lo.step_time_sharing:.1f} %, eviction "
+                    f"{100 * lo.eviction:.1f} %, preemption {100 * lo.preemption_stall:.1f} % of decoders' time "
+                    "(estimates; a mechanism counts only with its signature)")
+    console.print(Panel(head, title=_e(f"pdcensus census - {report.instance} ({report.job}) - {report.profile}"),
+                        subtitle=_e(report.source), expand=False))
+    if v.settle:
+        console.print("[bold]What would settle it:[/bold]")
+        for s in v.settle:
+            console.print(f"  - {_e(s)}")
+
+    ev = Table(title="Evidence", title_justify="left")
+    for col in ("rule", "value", "threshold", "ok", "what"):
+        ev.add_column(col, overflow="fold")
+    for e in v.evidence:
+        ev.add_row(_e(e.rule), _f(e.value), _f(e.threshold), "yes" if e.satisfied else "no", _e(e.text))
+    console.print(ev)
+
+    sh = Table(title=_e(f"Shape: {report.shape.reason} (analysed: {report.shape.analysed})"), title_justify="left")
+    for col in ("#", "start (UTC)", "end", "scrapes", "profile", "starts because", "notes"):
+        sh.add_column(col, overflow="fold")
+    for s in report.shape.segments:
+        mark = "*" if s.index == report.shape.analysed else ""
+        sh.add_row(f"{s.index}{mark}", _t(s.start), _t(s.end), str(s.scrapes), _e(s.profile), _e(s.reason),
+                   _e("; ".join(s.notes)))
+    console.print(sh)
+
+    lg = report.ledger
+    if lg.available:
+        console.print(f"[bold]Step ledger[/bold] ({lg.intervals} intervals): decode-only step {_ms(lg.decode_step_seconds)}, "
+                      f"chunk step {_ms(lg.chunk_step_seconds)}, mean step {_ms(lg.mean_step_seconds)} (diluted), "
+                      f"held steps {lg.held_steps:.0f}, chunk steps {100 * lg.chunk_share_of_steps:.1f} % of steps / "
+                      f"{100 * lg.chunk_share_of_step_time:.0f} % of step time; reference decode-only step "
+                      f"{_ms(lg.reference_decode_step_seconds)} ({_e(lg.reference)}); inflation during prefill "
+                      f"{_f(lg.decode_step_inflation_during_prefill, '.2f')}, after prefill "
+                      f"{_f(lg.decode_step_inflation_after_prefill, '.2f')}")
+        lt = Table(title="Ledger by prefill bucket", title_justify="left")
+        for col in ("bucket", "intervals", "decode-only step", "chunk step", "chunk steps"):
+            lt.add_column(col, justify="right")
+        for b in lg.by_bucket:
+            lt.add_row(_e(b.bucket), str(b.intervals), _ms(b.decode_step_seconds), _ms(b.chunk_step_seconds),
+                       _f(b.chunk_steps, ".0f"))
+        console.print(lt)
+    else:
+        console.print(f"[bold]Step ledger:[/bold] unavailable - {_e(lg.reason)}")
+
+    for title, table in (("Buckets", report.buckets), ("Buckets on client-new prefill", report.client_new_buckets)):
+        if table is None:
+            continue
+        console.print(_bucket_table(_e(f"{title}: decode by {table.prefill} ({table.basis})"), table))
+        console.print(f"  {_e(table.idle_rule)}; busy edges " + ", ".join(_f(e, ".0f") for e in table.edges_tokens_per_second))
+        for w in table.warnings:
+            console.print(f"  [yellow]warning:[/yellow] {_e(w)}")
+
+    lag = report.lag
+    if lag.available:
+        lt = Table(title="Lag test (per-stream rate, busy-at-lag / idle-at-lag)", title_justify="left")
+        for col in ("lag", "effect", "90% interval", "busy n", "idle n"):
+            lt.add_column(col, justify="right")
+        wanted = {m * 60 for m in _LAG_MINUTES}
+        step = lag.points[1].lag_seconds if len(lag.points) > 1 else 60.0
+        for p in lag.points:
+            if any(abs(p.lag_seconds - w) < step / 2 for w in wanted):
+                lt.add_row(f"{p.lag_seconds / 60:.1f} min", _f(p.effect, ".2f"), f"{_f(p.low, '.2f')}-{_f(p.high, '.2f')}",
+                           str(p.busy_samples), str(p.idle_samples))
+        console.print(lt)
+        console.print(f"  tail test (2-14 min): {_f(lag.tail_effect, '.2f')} ({_f(lag.tail_low, '.2f')}-"
+                      f"{_f(lag.tail_high, '.2f')}), {lag.tail_samples} tail vs {lag.clean_samples} clean scrapes; "
+                      f"{_e(lag.reason)}")
+        console.print(f"  control: {_e(lag.control)}")
+    else:
+        console.print(f"[bold]Lag test:[/bold] unavailable - {_e(lag.reason)}")
+
+    pr = report.preemption
+    if pr.available:
+        console.print(f"[bold]Preemption[/bold]: {pr.total:.0f} preemptions in {len(pr.bursts)} bursts; decode at bursts "
+                      f"{_f(pr.decode_dip, '.2f')} x same-bucket baseline, prefill {_f(pr.prefill_spike, '.2f')} x mean; "
+                      f"instant depth max {_f(pr.depth_max, '.0f')} (context only)")
+    else:
+        console.print(f"[bold]Preemption:[/bold] {_e(pr.reason)}")
+    console.print(f"[bold]TTFT:[/bold] {_e(report.ttft.reason)}" + (
+        f"; p90 idle {_f(report.ttft.idle_p90_seconds, '.2f', ' s')}, busiest bucket "
+        f"{_f(report.ttft.busiest_p90_seconds, '.2f', ' s')}" if report.ttft.available else ""))
+
+    tr = Table(title="Traps", title_justify="left")
+    for col in ("trap", "fired", "what"):
+        tr.add_column(col, overflow="fold")
+    for t in report.traps:
+        tr.add_row(_e(t.name), "[bold red]FIRED[/bold red]" if t.fired else "no", _e(t.text))
+    console.print(tr)
+    for a in report.advice:
+        console.print(f"[bold]advice:[/bold] {_e(str(a.get('summary') or a))}")
+
+
+def render_text(report: CensusReport, width: int = 120) -> str:
+    """The terminal report as plain text (no colour codes)."""
+    buf = io.StringIO()
+    render(report, Console(file=buf, width=width, color_system=None, force_terminal=False))
+    return buf.getvalue()
