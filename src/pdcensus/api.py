@@ -1,17 +1,34 @@
 """The library entry point: ``pdcensus.api.census(source, **options) -> CensusReport``.
 
-A notebook user gets exactly what the CLI prints: the CLI is this call plus rendering.
+A notebook user gets exactly what the CLI prints: the CLI is these calls plus rendering.
 ``source`` is a path (a recording file or a simulator output directory, read with
-``pdcensus.sources.load.load_source``) or an in-memory :class:`Recording`.
+``pdcensus.sources.load.load_source``) or an in-memory :class:`Recording`;
+:func:`census_prometheus` reads a Prometheus-compatible API instead. Every report comes
+back with its advice attached (census -> advice), citing the side channels it used, and
+:func:`tables` turns its evidence tables into polars DataFrames (``.to_pandas()`` for pandas).
+
+::
+
+    import pdcensus.api as pdc
+    report = pdc.census("out/")              # a sim output dir or a recording file
+    report.verdict.mechanism, report.verdict.confidence
+    pdc.tables(report)["buckets"]            # a polars DataFrame
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
+
+import polars as pl
 
 from pdcensus.census.model import CensusReport
 from pdcensus.census.run import CensusOptions, census_endpoint, census_recording
 from pdcensus.series.model import Recording
+
+AUTO = "auto"  # evidence: look for side channels beside the source (a sim output dir)
 
 
 def _recording(source: str | Path | Recording) -> Recording:
@@ -22,6 +39,17 @@ def _recording(source: str | Path | Recording) -> Recording:
     return load_source(source)
 
 
+def _advise(reports: Sequence[CensusReport], source: object, evidence: str | Path | None,
+            target_decode_share: float | None) -> list[CensusReport]:
+    from pdcensus.advice.attach import attach_advice, find_side_channels
+    from pdcensus.advice.recommend import DEFAULT_TARGET_DECODE_SHARE
+
+    if evidence == AUTO:
+        evidence = find_side_channels(source) if isinstance(source, (str, Path)) else None
+    share = DEFAULT_TARGET_DECODE_SHARE if target_decode_share is None else target_decode_share
+    return [attach_advice(r, evidence, share) for r in reports]
+
+
 def census(
     source: str | Path | Recording,
     *,
@@ -29,25 +57,87 @@ def census(
     start: float | None = None,
     end: float | None = None,
     segment: int | None = None,
+    evidence: str | Path | None = AUTO,
+    target_decode_share: float | None = None,
 ) -> CensusReport:
     """The census of one endpoint (``instance`` is required when the source holds several).
 
     ``start``/``end`` (Unix seconds) cut the window; ``segment`` (1-based) picks a shape
-    other than the latest. Raises ``DataError`` on unusable data and ``UsageError`` on a
-    bad choice (an unknown instance, a segment that does not exist).
+    other than the latest. ``evidence`` is a bundle from ``pdcensus collect`` or a sim
+    output dir (argv, boot ledger, /stats) for the advice; ``"auto"`` looks beside the
+    source. Raises ``DataError`` on unusable data and ``UsageError`` on a bad choice.
     """
     rec = _recording(source)
     options = CensusOptions(instance=instance, start=start, end=end, segment=segment)
-    return census_endpoint(rec.endpoint(instance), rec.families, rec.source or str(source), options)
+    report = census_endpoint(rec.endpoint(instance), rec.families, rec.source or str(source), options)
+    return _advise([report], source, evidence, target_decode_share)[0]
 
 
 def census_all(
     source: str | Path | Recording,
     *,
+    instance: str | None = None,
     start: float | None = None,
     end: float | None = None,
     segment: int | None = None,
+    evidence: str | Path | None = AUTO,
+    target_decode_share: float | None = None,
+    warnings: Sequence[str] = (),
 ) -> list[CensusReport]:
-    """One report per endpoint that carries engine metrics."""
+    """One report per endpoint that carries engine metrics (or only ``instance``)."""
     rec = _recording(source)
-    return census_recording(rec, CensusOptions(start=start, end=end, segment=segment))
+    reports = census_recording(rec, CensusOptions(instance=instance, start=start, end=end, segment=segment))
+    if warnings:
+        reports = [replace(r, source_warnings=tuple(warnings)) for r in reports]
+    return _advise(reports, source, evidence, target_decode_share)
+
+
+def census_prometheus(
+    url: str,
+    *,
+    selector: str = '{job="radiance"}',
+    start: float,
+    end: float,
+    instance: str | None = None,
+    segment: int | None = None,
+    auth: Any = None,
+    timeout_seconds: float = 30.0,
+    evidence: str | Path | None = None,
+    target_decode_share: float | None = None,
+) -> list[CensusReport]:
+    """The census of every endpoint under ``selector`` on a Prometheus-compatible API.
+
+    Only the sample names some profile reads are pulled, as raw samples, so the census's
+    own PromQL-exact math runs on what the server stored; the server's warnings (Thanos
+    partial responses, a fallback to resampled data) travel in each report.
+    """
+    from pdcensus.series.profiles import census_sample_names
+    from pdcensus.sources.prometheus import fetch_recording
+
+    recording, warnings = fetch_recording(url, selector=selector, start=start, end=end,
+                                          names=census_sample_names(), auth=auth, timeout=timeout_seconds)
+    return census_all(recording, instance=instance, segment=segment, evidence=evidence,
+                      target_decode_share=target_decode_share, warnings=warnings)
+
+
+def tables(report: CensusReport) -> dict[str, pl.DataFrame]:
+    """The report's evidence tables as polars DataFrames (``.to_pandas()`` for pandas)."""
+    from pdcensus.census.model import plain
+
+    def frame(rows: Sequence[Any]) -> pl.DataFrame:
+        return pl.DataFrame([plain(r) for r in rows]) if rows else pl.DataFrame()
+
+    out = {
+        "evidence": frame(report.verdict.evidence),
+        "segments": frame(report.shape.segments),
+        "buckets": frame(report.buckets.rows if report.buckets else ()),
+        "ledger_by_bucket": frame(report.ledger.by_bucket),
+        "lag": frame(report.lag.points),
+        "preemption_bursts": frame(report.preemption.bursts),
+        "traps": frame(report.traps),
+    }
+    if report.timeline is not None:
+        out["timeline"] = pl.DataFrame(plain(report.timeline))
+    if report.ledger.timeline is not None:
+        out["ledger_timeline"] = pl.DataFrame(plain(report.ledger.timeline))
+    return out

@@ -66,3 +66,25 @@ def test_query_against_an_unreachable_server_exits_4_with_one_line() -> None:
     assert proc.returncode == 4
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error:")
+
+
+def test_census_through_prometheus_gives_the_simulators_verdict(
+    tmp_path: Path, prometheus_server: Callable[[Path], str]
+) -> None:
+    from pdcensus.sim import simulate, write_sim_dir
+
+    result = simulate("step-time-sharing", duration_seconds=2 * 3600, seed=3)
+    out = write_sim_dir(result, tmp_path / "sim")
+    url = prometheus_server(Path(out) / "metrics.om")
+    t0 = float(result.recording.endpoints[0].timestamps[0])
+    t1 = float(result.recording.endpoints[0].timestamps[-1])
+    proc = _cli("census", "--prometheus", url, "--selector", '{job="radiance"}', "--start", str(t0),
+                "--end", str(t1), "--json", "--evidence", str(out))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["verdict"]["mechanism"] == result.truth["mechanism"] == "step-time-sharing"
+    assert report["profile"]["name"] == "radiance-1.8"
+    assert report["ledger"]["available"] is True
+    # the advice cites the side channels it read, and names the decoder dial
+    assert report["side_evidence"]["argv"].startswith("radiance")
+    assert any(a["knob"] == "--prefill-interleave" for a in report["advice"])

@@ -266,6 +266,10 @@ class CensusReport:
     losses: LossShares | None
     timeline: Timeline | None
     advice: tuple[dict[str, Any], ...] = field(default=())
+    # where the side-channel facts came from (argv, boot ledger, /stats), cited by the advice
+    side_evidence: dict[str, Any] = field(default_factory=dict)
+    # what the source warned about (Thanos partial responses, resampled data): never silent
+    source_warnings: tuple[str, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of schema ``pdcensus/census/v1``."""
@@ -286,6 +290,8 @@ class CensusReport:
             "losses": plain(self.losses),
             "timeline": plain(self.timeline),
             "advice": [dict(a) for a in self.advice],
+            "side_evidence": dict(self.side_evidence),
+            "source_warnings": list(self.source_warnings),
         }
 
 

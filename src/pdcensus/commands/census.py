@@ -1,38 +1,81 @@
-"""`pdcensus census SOURCE`: the census of a recording, as a terminal report, JSON or HTML."""
+"""`pdcensus census`: the census of a recording or a Prometheus, as a terminal report, JSON, HTML or Markdown."""
 
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from pdcensus.cli import app, parse_time
+from pdcensus.cli import app, parse_duration, parse_time
+from pdcensus.commands import remote
 
 
 @app.command()
 def census(
-    source: Annotated[str, typer.Argument(help="Recording file (OpenMetrics/Prometheus text/Parquet) or sim output dir.")],
+    source: Annotated[Optional[str], typer.Argument(
+        help="Recording file (OpenMetrics/Prometheus text/Parquet/.pdrec) or sim output dir; omit with --prometheus."
+    )] = None,
     instance: Annotated[Optional[str], typer.Option("--instance", help="Endpoint instance (default: every engine endpoint).")] = None,
     start: Annotated[Optional[str], typer.Option("--start", help="Window start (Unix seconds or RFC 3339).")] = None,
     end: Annotated[Optional[str], typer.Option("--end", help="Window end (Unix seconds or RFC 3339).")] = None,
     segment: Annotated[Optional[int], typer.Option("--segment", help="Shape to analyse, 1-based (default: the latest).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON (schema pdcensus/census/v1).")] = False,
-    html: Annotated[Optional[Path], typer.Option("--html", help="Also write a plain HTML report to this path.")] = None,
+    html: Annotated[Optional[Path], typer.Option("--html", help="Also write a self-contained HTML report (plots inline).")] = None,
+    markdown: Annotated[Optional[Path], typer.Option("--markdown", help="Also write a Markdown report, plots as SVG files beside it.")] = None,
+    evidence: Annotated[Optional[str], typer.Option(
+        "--evidence", help="Side channels for the advice: a bundle from `pdcensus collect` or a sim output dir "
+                           "(default: the SOURCE dir when it has cmdline/boot.log/stats.json).")] = None,
+    target_decode_share: Annotated[float, typer.Option(
+        "--target-decode-share", help="Share of the idle per-stream decode rate to keep during prefill "
+                                      "(picks N for --prefill-interleave).")] = 0.5,
+    prometheus: remote.PrometheusOpt = None,
+    selector: remote.SelectorOpt = '{job="radiance"}',
+    window: remote.WindowOpt = "6h",
+    bearer_token_env: remote.BearerEnvOpt = None,
+    bearer_token_file: remote.BearerFileOpt = None,
+    basic_user: remote.BasicUserOpt = None,
+    basic_password_env: remote.BasicPasswordEnvOpt = None,
+    basic_password_file: remote.BasicPasswordFileOpt = None,
+    ca_file: remote.CaFileOpt = None,
+    insecure_skip_verify: remote.InsecureOpt = False,
+    timeout: remote.TimeoutOpt = "30s",
 ) -> None:
-    """Which mechanism makes decode collapse while another session prefills, and how sure."""
+    """Which mechanism makes decode collapse while another session prefills, how sure, and which knob acts on it."""
+    from pdcensus import api
     from pdcensus.census.model import reports_to_dict
-    from pdcensus.census.run import CensusOptions, census_recording
-    from pdcensus.sources.load import load_source
+    from pdcensus.errors import UsageError
 
-    options = CensusOptions(instance=instance, start=parse_time(start) if start else None,
-                            end=parse_time(end) if end else None, segment=segment)
-    reports = census_recording(load_source(source), options)
+    if not 0.0 < target_decode_share < 1.0:
+        raise UsageError(f"--target-decode-share must be between 0 and 1 (exclusive), got {target_decode_share}")
+    if prometheus:
+        if source is not None:
+            raise UsageError("give a SOURCE or --prometheus URL, not both")
+        t0, t1 = remote.window(start, end, window)
+        auth = remote.auth_config(bearer_token_env, bearer_token_file, basic_user, basic_password_env,
+                                  basic_password_file, ca_file, insecure_skip_verify)
+        reports = api.census_prometheus(prometheus, selector=selector, start=t0, end=t1, instance=instance,
+                                        segment=segment, auth=auth, timeout_seconds=parse_duration(timeout),
+                                        evidence=evidence, target_decode_share=target_decode_share)
+    elif source is None:
+        raise UsageError("give a recording (file or sim output dir) or --prometheus URL")
+    else:
+        reports = api.census_all(source, instance=instance, start=parse_time(start) if start else None,
+                                 end=parse_time(end) if end else None, segment=segment,
+                                 evidence=evidence if evidence is not None else api.AUTO,
+                                 target_decode_share=target_decode_share)
+    for warning in reports[0].source_warnings if reports else ():
+        print(f"warning: {warning}", file=sys.stderr)
     if html is not None:
-        from pdcensus.report.html_basic import render_html
+        from pdcensus.report.html import write_html
 
-        html.write_text(render_html(reports), encoding="utf-8")
+        write_html(reports, html)
+    if markdown is not None:
+        from pdcensus.report.markdown import write_markdown
+
+        write_markdown(reports, markdown)
     if as_json:
         typer.echo(json.dumps(reports_to_dict(reports), allow_nan=False))
         return
@@ -43,3 +86,6 @@ def census(
     console = Console()
     for report in reports:
         render(report, console)
+    for path in (html, markdown):
+        if path is not None:
+            console.print(f"wrote {path}")

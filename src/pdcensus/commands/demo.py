@@ -24,8 +24,8 @@ def demo(
     """Simulate SCENARIO, run the census on it, print the report and write OUT/report.html."""
     from rich.console import Console
 
-    from pdcensus.census.run import census_recording
-    from pdcensus.report.html_basic import render_html
+    from pdcensus import api
+    from pdcensus.report.html import write_html
     from pdcensus.report.terminal import render
     from pdcensus.sim import simulate, write_sim_dir
 
@@ -36,10 +36,12 @@ def demo(
     write_sim_dir(result, out)
     recording = result.recording
     recording.source = str(out)
-    reports = census_recording(recording)
+    reports = api.census_all(recording, evidence=out)
     for report in reports:
         render(report, console)
-    (out / "report.html").write_text(render_html(reports, f"pdcensus demo: {scenario}"), encoding="utf-8")
-    truth = result.truth.get("mechanism", "?")
-    console.print(f"simulator truth: [bold]{truth}[/bold]; wrote {out}/report.html and the recording "
-                  f"({out}/metrics.om); re-run with: pdcensus census {out}")
+    write_html(reports, out / "report.html", f"pdcensus demo: {scenario}")
+    truth = str(result.truth.get("mechanism", "?"))
+    found = reports[-1].verdict.mechanism.value if reports else "?"
+    agree = "agrees" if found == truth else "DISAGREES"
+    console.print(f"simulator ground truth: [bold]{truth}[/bold] (census {agree}); wrote {out}/report.html "
+                  f"and the recording ({out}/metrics.om); re-run with: pdcensus census {out}")

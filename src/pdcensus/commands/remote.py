@@ -77,24 +77,15 @@ def window(start: str | None, end: str | None, default_window: str) -> tuple[flo
     return start_s, end_s
 
 
-def census_names() -> set[str]:
-    """Every sample name some profile reads, plus ``up``: all the census ever pulls."""
-    from pdcensus.series.profiles import PROFILES
-
-    names = {"up"}
-    for profile in PROFILES.values():
-        names |= profile.sample_names()
-    return names
-
-
 def fetch(
     url: str, selector: str, start: float, end: float, auth: object, timeout: str,
     names: set[str] | None = None,
 ) -> tuple[Recording, list[str]]:
     """Raw samples of ``names`` (default: what the census reads) under ``selector``."""
+    from pdcensus.series.profiles import census_sample_names
     from pdcensus.sources.prometheus import fetch_recording
 
     return fetch_recording(
-        url, selector=selector, start=start, end=end, names=names if names is not None else census_names(),
+        url, selector=selector, start=start, end=end, names=names if names is not None else census_sample_names(),
         auth=auth, timeout=parse_duration(timeout),
     )

@@ -474,3 +474,11 @@ def ledger_spec(profile: Profile) -> LedgerSpec:
         return spec
     missing = {q: f"no step-ledger spec for profile {profile.name!r}" for q in LedgerQuantity}
     return LedgerSpec(profile.name, "", missing=missing)
+
+
+def census_sample_names() -> set[str]:
+    """Every sample name some profile reads, plus ``up``: all a census ever pulls from a server."""
+    names = {"up"}
+    for profile in PROFILES.values():
+        names |= profile.sample_names()
+    return names
