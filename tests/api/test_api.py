@@ -70,3 +70,14 @@ def test_bad_target_share_is_a_usage_error(sim_dir: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2
     assert proc.stderr.startswith("error: --target-decode-share")
+
+
+def test_terminal_report_shows_the_knob_rollback_tradeoff_and_verification(sim_dir: Path) -> None:
+    from pdcensus.report.terminal import render_text
+
+    report = api.census(sim_dir)
+    text = render_text(report, width=160)
+    rec = report.advice[0]
+    assert rec["env_line"] in text and rec["rollback_env_line"] in text
+    assert "trade-off" in text and "verify the arm" in text
+    assert "engine_steps_held_total must leave zero" in text

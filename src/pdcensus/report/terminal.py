@@ -2,7 +2,8 @@
 
 Written for someone paged at 3 a.m.: the first lines say which mechanism, how sure, and
 (if unsure) what data would settle it; the tables below are the evidence in the
-runbook's order (shape, ledger, buckets, lag, preemption, traps). It only reads the
+runbook's order (shape, ledger, buckets, lag, preemption, traps), then which of the runbook's
+steps could run on this engine's metrics and why not the rest. It only reads the
 typed report model; it never computes a figure the census did not.
 """
 
@@ -162,14 +163,24 @@ def render(report: CensusReport, console: Console) -> None:
         f"; p90 idle {_f(report.ttft.idle_p90_seconds, '.2f', ' s')}, busiest bucket "
         f"{_f(report.ttft.busiest_p90_seconds, '.2f', ' s')}" if report.ttft.available else ""))
 
+    if report.passes:
+        ps = Table(title="Runbook steps on this engine's metrics", title_justify="left")
+        for col in ("step", "ran", "confidence x", "why"):
+            ps.add_column(col, overflow="fold")
+        for rp in report.passes:
+            ps.add_row(_e(rp.name), "yes" if rp.ran else "[bold yellow]NO[/bold yellow]",
+                       _f(rp.confidence_factor, ".2f"), _e(rp.reason))
+        console.print(ps)
+
     tr = Table(title="Traps", title_justify="left")
     for col in ("trap", "fired", "what"):
         tr.add_column(col, overflow="fold")
     for t in report.traps:
         tr.add_row(_e(t.name), "[bold red]FIRED[/bold red]" if t.fired else "no", _e(t.text))
     console.print(tr)
-    for a in report.advice:
-        console.print(f"[bold]advice:[/bold] {_e(str(a.get('summary') or a))}")
+    from pdcensus.report.terminal_advice import render_advice
+
+    render_advice(report.advice, console)
 
 
 def render_text(report: CensusReport, width: int = 120) -> str:

@@ -1,0 +1,77 @@
+"""The terminal view of the advice: the knob, its env line and rollback, the predicted effect,
+the trade-off table, and the plan to verify the arm (argv, the counter, the bucket pair).
+
+It reads only the advice dictionaries the advice pass attached to the report.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.console import Console, Group
+from rich.markup import escape as _e
+from rich.panel import Panel
+from rich.table import Table
+from rich.text import Text
+
+_TRADEOFF_COLUMNS = (
+    ("interleave", "N", "{:.0f}"),
+    ("per_stream_tokens_per_second", "per-stream tok/s during prefill", "{:.1f}"),
+    ("share_of_idle", "vs idle", "{:.0%}"),
+    ("ttft_stretch", "prompt TTFT x", "{:.2f}"),
+    ("prompt_ttft_p90_seconds_at_least", "TTFT p90 >= (s)", "{:.2f}"),
+)
+
+
+def _num(value: Any, fmt: str) -> str:
+    if isinstance(value, (int, float)) and math.isfinite(float(value)):
+        return fmt.format(float(value))
+    return "-"
+
+
+def _tradeoff(rows: Sequence[Mapping[str, Any]], chosen: str) -> Table:
+    table = Table(title="trade-off", title_justify="left", show_edge=False)
+    present = [c for c in _TRADEOFF_COLUMNS if any(c[0] in r for r in rows)]
+    for _key, head, _fmt in present:
+        table.add_column(head, justify="right")
+    for row in rows:
+        cells = [_num(row.get(key), fmt) for key, _head, fmt in present]
+        style = "bold" if cells and cells[0] == chosen else None
+        table.add_row(*cells, style=style)
+    return table
+
+
+def render_advice(advice: Sequence[Mapping[str, Any]], console: Console) -> None:
+    """One panel per recommendation, in the order the advice pass gave them."""
+    if not advice:
+        console.print("advice: none (nothing to act on, or the verdict is not certain enough)")
+        return
+    for rec in advice:
+        parts: list[Any] = [Text.from_markup(f"[bold]{_e(str(rec.get('summary', '')))}[/bold]")]
+        env, rollback = rec.get("env_line"), rec.get("rollback_env_line")
+        if env:
+            parts.append(Text.from_markup(f"deploy: [cyan]{_e(str(env))}[/cyan]   rollback: "
+                                          f"[cyan]{_e(str(rollback or '-'))}[/cyan] (an env line, not a rebuild)"))
+        if rec.get("cost"):
+            parts.append(Text.from_markup(f"cost: {_e(str(rec['cost']))}"))
+        for pre in rec.get("preconditions") or ():
+            parts.append(Text.from_markup(f"precondition: {_e(str(pre))}"))
+        for note in rec.get("notes") or ():
+            parts.append(Text.from_markup(f"note: {_e(str(note))}"))
+        rows = rec.get("tradeoff") or ()
+        if rows:
+            parts.append(_tradeoff(rows, str(rec.get("value", ""))))
+        plan = rec.get("verification") or {}
+        if plan:
+            steps = Table(title="verify the arm (in this order; a deploy is not evidence)", title_justify="left",
+                          show_header=False, show_edge=False)
+            steps.add_column("step", style="bold")
+            steps.add_column("how", overflow="fold")
+            for key in ("argv", "counter", "bucket_pair", "command"):
+                if plan.get(key):
+                    steps.add_row(key.replace("_", " "), _e(str(plan[key])))
+            parts.append(steps)
+        title = f"advice for {rec.get('mechanism', '?')}: {rec.get('knob', '?')} {rec.get('value', '')}"
+        console.print(Panel(Group(*parts), title=_e(title), title_align="left"))
