@@ -95,3 +95,52 @@ def prometheus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Call
     yield start
     for process in started:
         _stop(process)
+
+
+def scrape_config(targets: list[str], job: str, scrape_interval: str) -> str:
+    """A prometheus.yml that scrapes ``targets`` (host:port) every ``scrape_interval`` under ``job``."""
+    listed = ", ".join(f'"{t}"' for t in targets)
+    return (
+        "global:\n"
+        f"  scrape_interval: {scrape_interval}\n"
+        f"  scrape_timeout: {scrape_interval}\n"
+        f"  evaluation_interval: {scrape_interval}\n"
+        "scrape_configs:\n"
+        f"  - job_name: {job}\n"
+        "    static_configs:\n"
+        f"      - targets: [{listed}]\n"
+    )
+
+
+@pytest.fixture(scope="module")
+def prometheus_scraper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., str]]:
+    """A function ``start(targets, job="radiance", scrape_interval="1s") -> base_url``.
+
+    Starts the installed ``prometheus`` on 127.0.0.1 on a free port with an empty TSDB,
+    scraping the given ``host:port`` targets (their ``/metrics``) from the moment it is ready.
+    """
+    prometheus = shutil.which("prometheus")
+    if prometheus is None:
+        pytest.skip("prometheus is not installed")
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(targets: list[str], job: str = "radiance", scrape_interval: str = "1s") -> str:
+        work = tmp_path_factory.mktemp("prometheus-scraper")
+        config = work / "prometheus.yml"
+        config.write_text(scrape_config(targets, job, scrape_interval))
+        port = _free_port()
+        base_url = f"http://127.0.0.1:{port}"
+        log_path = work / "prometheus.log"
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                [prometheus, f"--config.file={config}", f"--storage.tsdb.path={work / 'data'}",
+                 f"--web.listen-address=127.0.0.1:{port}"],
+                stdout=log, stderr=subprocess.STDOUT,
+            )
+        started.append(process)
+        _wait_ready(base_url, process, log_path)
+        return base_url
+
+    yield start
+    for process in started:
+        _stop(process)

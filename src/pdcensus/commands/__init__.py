@@ -1,3 +1,3 @@
 """CLI commands, one module per area; importing a module registers its commands on ``app``."""
 
-from pdcensus.commands import census, demo, query, sim  # noqa: F401
+from pdcensus.commands import advice, census, demo, export, fleet, fpm, live, query, serve, sim  # noqa: F401

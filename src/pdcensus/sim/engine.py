@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 from pdcensus.sim.config import EngineConfig
 from pdcensus.sim.cost_model import CostModel
+from pdcensus.sim.engine_exports import EngineTallies
 from pdcensus.sim.entities import Phase, Request, RequestHandle, Sequence, TokenListener
 from pdcensus.sim.hardware import Hardware
 from pdcensus.sim.kv import CheckpointStore, KVCache, auto_slots
@@ -65,6 +66,8 @@ class Engine:
         )
         self.checkpoints = CheckpointStore(config.checkpoint_policy, config.checkpoint_interval, slots)
         self.metrics = MetricsState(start_seconds=start_seconds)
+        # what SGLang and TGI export beyond radiance's state (their bounds, per-request timing)
+        self.tallies = EngineTallies(max_total_tokens=config.max_model_len)
         self.ledger = LossLedger(start_seconds=start_seconds, end_seconds=start_seconds)
         self.decode_index = 0
         self.decoders: list[Sequence] = []
@@ -157,6 +160,7 @@ class Engine:
         while self._arrivals and self._arrivals[0][0] <= t:
             _, _, seq = heapq.heappop(self._arrivals)
             self.waiting.append(seq)
+            self.tallies.on_arrival(seq.request.prompt_tokens)
 
     def next_arrival_seconds(self) -> float | None:
         return self._arrivals[0][0] if self._arrivals else None
@@ -239,6 +243,7 @@ class Engine:
         seconds = n * dt
         m.steps += n
         m.step_seconds += seconds
+        self.tallies.on_steps(dt, n, chunk > 0)
         if not chunk:
             m.steps_decode += n
             m.step_seconds_decode += seconds
@@ -250,6 +255,7 @@ class Engine:
             self.decode_index += n
             m.generation_tokens += n * decoders * self.tokens_per_step
             m.inter_token.observe(dt, n * decoders)
+            self.tallies.on_inter_token(dt, n * decoders)
         m.iteration_tokens.observe(decoders * self.tokens_per_step + chunk, n)
         if chunk:
             m.snapshot_writes += n * run.snapshot_writes
@@ -311,6 +317,7 @@ class Engine:
             if handle is not None:
                 handle.first_token_seconds = now
             self.metrics.ttft.observe(now - seq.request.arrival_seconds)
+            self.tallies.on_first_token(now - seq.request.arrival_seconds)
             self.metrics.generation_tokens += 1
             seq.generated_tokens = 1
             if seq.listener is not None:
@@ -335,6 +342,10 @@ class Engine:
         seq.finished_seconds = now
         self.metrics.e2e.observe(now - seq.request.arrival_seconds)
         self.metrics.request_success += 1
+        admitted = seq.admitted_seconds
+        decode_start = admitted if admitted == admitted else seq.request.arrival_seconds  # NaN: never admitted
+        self.tallies.on_finish(seq.request.prompt_tokens, seq.request.output_tokens,
+                               now - seq.request.arrival_seconds, now - decode_start)
         handle = self._handles.pop(seq.rid, None)
         if handle is not None:
             handle.finished_seconds = now

@@ -1,0 +1,259 @@
+"""``pdcensus serve``: the engine model as a real endpoint, behind starlette on uvicorn.
+
+Routes: ``GET /metrics`` (text format 0.0.4 through a prometheus_client registry),
+``GET /stats`` and ``GET /diagnostics`` (JSON, as the sim's stats.json and diagnostics.json),
+``GET /health``, and the OpenAI-compatible ``GET /v1/models``, ``POST /v1/completions`` and
+``POST /v1/chat/completions``, streaming (server-sent events: ``data: {...}`` chunks, then
+``data: [DONE]``) or not.
+
+Why starlette + uvicorn: they are the stack vLLM's own OpenAI server runs on (through
+FastAPI), so clients meet the same HTTP/1.1 framing, chunked SSE and keep-alive behaviour;
+uvicorn brings a tested graceful shutdown (stop accepting, let responses finish, then cancel)
+that we only extend: on SIGTERM or SIGINT new requests get 503, streams in flight have
+``drain_seconds`` to finish and are then ended cleanly (an error event and ``[DONE]``), and the
+process exits 0. uvicorn re-raises a captured signal after shutdown (so the process would die
+of it); :class:`_Server` keeps the clean exit instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import socket
+import threading
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field
+from types import FrameType
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from pdcensus.errors import UsageError
+from pdcensus.sim.server_clock import EventKind, LiveEngine, LiveRequest
+from pdcensus.sim.server_metrics import CONTENT_TYPE, engine_registry, exposition
+from pdcensus.sim.server_openai import Answer, ApiError, ApiKind, models_list, parse_request
+
+DEFAULT_DRAIN_SECONDS = 5.0
+_SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    """What ``pdcensus serve`` was asked for."""
+
+    scenario: str
+    host: str = "127.0.0.1"
+    port: int = 7770
+    speed: float = 1.0
+    background: bool = True
+    seed: int = 0
+    overrides: dict[str, str] = field(default_factory=dict)
+    profile: str = "radiance"
+    drain_seconds: float = DEFAULT_DRAIN_SECONDS
+
+
+def _sse(obj: dict[str, Any]) -> bytes:
+    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+
+def _error(exc: ApiError) -> JSONResponse:
+    return JSONResponse(exc.body(), status_code=exc.status)
+
+
+async def _stream(live: LiveEngine, answer: Answer, request: LiveRequest) -> AsyncIterator[bytes]:
+    try:
+        first = True
+        while True:
+            event = await request.events.get()
+            if event.kind is EventKind.TOKENS:
+                text = answer.take(event.tokens)
+                if text and first:
+                    yield _sse(answer.chunk(text, engine_seconds=event.engine_seconds, first=True))
+                    first = False
+                elif text:
+                    yield answer.token_event(text, event.engine_seconds)
+                continue
+            if event.kind is EventKind.FINISHED:
+                yield _sse(answer.chunk(None if answer.request.endpoint is ApiKind.CHAT else "", "length",
+                                        engine_seconds=event.engine_seconds, first=first))
+                if answer.request.include_usage:
+                    yield _sse(answer.usage_chunk())
+            else:
+                err = ApiError(503, f"{event.reason}; the stream was cut after {answer.tokens} tokens", None,
+                               "server_shutting_down", "server_error")
+                yield _sse(err.body())
+            yield b"data: [DONE]\n\n"
+            return
+    finally:
+        live.detach(request)
+
+
+async def _whole(live: LiveEngine, answer: Answer, request: LiveRequest) -> Response:
+    parts: list[str] = []
+    try:
+        while True:
+            event = await request.events.get()
+            if event.kind is EventKind.TOKENS:
+                parts.append(answer.take(event.tokens))
+            elif event.kind is EventKind.FINISHED:
+                return JSONResponse(answer.whole("".join(parts)))
+            else:
+                return _error(ApiError(503, event.reason, None, "server_shutting_down", "server_error"))
+    finally:
+        live.detach(request)
+
+
+def build_app(live: LiveEngine) -> Starlette:
+    """The ASGI app over one live engine (its driver runs for the app's lifespan)."""
+    registry = engine_registry(live)
+    model, max_len = live.config.model, live.config.max_model_len
+
+    async def generate(request: Request, kind: ApiKind) -> Response:
+        if live.draining:
+            return _error(ApiError(503, "the server is shutting down", None, "server_shutting_down",
+                                   "server_error"))
+        try:
+            body = json.loads(await request.body())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            return _error(ApiError(400, f"the request body is not valid JSON: {exc}"))
+        try:
+            parsed = parse_request(kind, body, model, max_len)
+        except ApiError as exc:
+            return _error(exc)
+        submitted = live.submit(parsed.prompt_tokens, parsed.max_tokens)
+        answer = Answer(parsed, submitted.rid)
+        if parsed.stream:
+            return StreamingResponse(_stream(live, answer, submitted), media_type="text/event-stream",
+                                     headers=_SSE_HEADERS)
+        return await _whole(live, answer, submitted)
+
+    async def completions(request: Request) -> Response:
+        return await generate(request, ApiKind.COMPLETIONS)
+
+    async def chat(request: Request) -> Response:
+        return await generate(request, ApiKind.CHAT)
+
+    async def models(_: Request) -> Response:
+        return JSONResponse(models_list(model, int(live.epoch_start), max_len))
+
+    async def metrics(_: Request) -> Response:
+        return Response(exposition(registry), media_type=CONTENT_TYPE)
+
+    async def stats(_: Request) -> Response:
+        return JSONResponse(live.stats())
+
+    async def diagnostics(_: Request) -> Response:
+        return JSONResponse(live.diagnostics())
+
+    async def health(_: Request) -> Response:
+        return Response(status_code=503 if live.draining else 200)
+
+    async def http_error(_: Request, exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        kind = "invalid_request_error" if exc.status_code < 500 else "server_error"
+        return _error(ApiError(exc.status_code, str(exc.detail), None, None, kind))
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Starlette) -> AsyncIterator[None]:
+        live.start_clock()
+        driver = asyncio.create_task(live.drive())
+        try:
+            yield
+        finally:
+            live.cancel_all("the server stopped")
+            live.stop()
+            await driver
+
+    routes = [
+        Route("/metrics", metrics, methods=["GET"]),
+        Route("/stats", stats, methods=["GET"]),
+        Route("/diagnostics", diagnostics, methods=["GET"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/v1/models", models, methods=["GET"]),
+        Route("/v1/completions", completions, methods=["POST"]),
+        Route("/v1/chat/completions", chat, methods=["POST"]),
+    ]
+    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server, draining the live engine on a signal and exiting cleanly afterwards."""
+
+    def __init__(self, config: uvicorn.Config, live: LiveEngine, drain_seconds: float,
+                 on_started: Callable[[], None] | None = None) -> None:
+        super().__init__(config)
+        self.live = live
+        self.drain_seconds = drain_seconds
+        self.on_started = on_started
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        if self.loop is not None and not self.should_exit:
+            self.loop.call_soon_threadsafe(self.live.begin_drain, self.drain_seconds)
+        super().handle_exit(sig, frame)
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        previous = {sig: signal.signal(sig, self.handle_exit) for sig in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            yield
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+
+    async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+        self.loop = asyncio.get_running_loop()
+        await super().serve(sockets)
+
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if self.started and self.on_started is not None:
+            self.on_started()
+
+
+def bind(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (port 0 picks a free one); UsageError if it is taken."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror}; choose another --port "
+                         "(0 picks a free one)") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def serve(options: ServeOptions, on_ready: Callable[[LiveEngine, str], None] | None = None) -> LiveEngine:
+    """Run the server until SIGTERM/SIGINT; ``on_ready(live, url)`` is called once it listens."""
+    if options.drain_seconds < 0:
+        raise UsageError(f"--drain-seconds must be >= 0, got {options.drain_seconds!r}")
+    sock = bind(options.host, options.port)
+    port = int(sock.getsockname()[1])
+    live = LiveEngine(options.scenario, speed=options.speed, background=options.background, seed=options.seed,
+                      overrides=options.overrides, profile=options.profile, port=port)
+    host = f"[{options.host}]" if ":" in options.host else options.host
+    url = f"http://{host}:{port}"
+    app = build_app(live)
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", http="h11",
+                            timeout_graceful_shutdown=int(options.drain_seconds) + 3, timeout_keep_alive=30)
+    server = _Server(config, live, options.drain_seconds,
+                     (lambda: on_ready(live, url)) if on_ready is not None else None)
+    try:
+        asyncio.run(server.serve([sock]))
+    finally:
+        sock.close()
+    return live

@@ -1,0 +1,115 @@
+"""`pdcensus serve`'s /metrics, /stats and /diagnostics: the sim's names and files, live; and its CLI refusals."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import httpx
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from pdcensus.sim.run import simulate
+from pdcensus.sim.server_process import ServeProcess
+
+MODEL = "radiance/hybrid-moe-a3b"
+
+
+@pytest.fixture(scope="module")
+def busy_server() -> Iterator[ServeProcess]:
+    """The scenario's own traffic at 20x: a minute of engine time every three seconds."""
+    with ServeProcess("step-time-sharing", speed=20) as server:
+        yield server
+
+
+def scrape(server: ServeProcess) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    text = httpx.get(server.url + "/metrics", timeout=10).text
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value
+            for fam in text_string_to_metric_families(text) for s in fam.samples}
+
+
+def test_metrics_carry_the_recordings_families_with_the_same_help_types_and_labels(busy_server: ServeProcess) -> None:
+    response = httpx.get(busy_server.url + "/metrics", timeout=10)
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+    live = {f.name: f for f in text_string_to_metric_families(response.text)}
+    recording = simulate("step-time-sharing", duration_seconds=60).recording
+    assert set(live) == set(recording.families)
+    for name, fam in recording.families.items():
+        assert (live[name].documentation, live[name].type) == (fam.help, fam.type.value), name
+    recorded = {(k.name, tuple(sorted(k.without("job", "instance").labels))) for k in recording.endpoints[0].keys
+                if k.name != "up"}
+    served = {(s.name, tuple(sorted(s.labels.items()))) for f in live.values() for s in f.samples}
+    assert served == recorded
+
+
+def test_counters_grow_between_scrapes_as_engine_time_passes_at_the_given_speed(busy_server: ServeProcess) -> None:
+    steps = ("radiance:engine_steps_total", (("model_name", MODEL),))
+    seconds = ("radiance:engine_step_seconds_total", (("model_name", MODEL),))
+    first, t0 = scrape(busy_server), time.monotonic()
+    time.sleep(1.0)
+    second, t1 = scrape(busy_server), time.monotonic()
+    assert second[steps] > first[steps]
+    busy_engine_seconds = second[seconds] - first[seconds]
+    assert busy_engine_seconds <= 20 * (t1 - t0) * 1.05  # the engine cannot be busy longer than it ran
+    counters = [k for k in first if k[0].endswith("_total")]
+    assert len(counters) >= 8 and all(second[k] >= first[k] for k in counters)
+
+
+def test_stats_and_diagnostics_answer_like_the_sim_files_plus_the_live_clock(busy_server: ServeProcess) -> None:
+    stats = httpx.get(busy_server.url + "/stats", timeout=10).json()
+    diagnostics = httpx.get(busy_server.url + "/diagnostics", timeout=10).json()
+    offline = simulate("step-time-sharing", duration_seconds=60)
+    assert set(stats) == set(offline.stats) | {"live"}
+    assert set(diagnostics) == set(offline.diagnostics)
+    assert stats["live"]["speed"] == 20 and stats["live"]["background_traffic"] is True
+    assert stats["live"]["engine_seconds"] > 0 and stats["counters"]["steps"] > 0
+
+
+def test_client_requests_join_the_scenarios_own_traffic(busy_server: ServeProcess) -> None:
+    before = httpx.get(busy_server.url + "/stats", timeout=10).json()
+    answer = httpx.post(busy_server.url + "/v1/completions", timeout=30,
+                        json={"model": MODEL, "prompt": "hello", "max_tokens": 8}).json()
+    after = httpx.get(busy_server.url + "/stats", timeout=10).json()
+    assert answer["usage"]["completion_tokens"] == 8
+    assert after["live"]["clients_served"] == before["live"]["clients_served"] + 1
+    produced = after["counters"]["generation_tokens"] - before["counters"]["generation_tokens"]
+    assert produced > 8  # the background decoders generated too
+    kinds = {r["kind"] for r in after["recent_requests"]}
+    assert "client" in kinds and kinds - {"client"}
+
+
+def test_the_boot_ledger_is_printed_at_start_with_the_real_port(busy_server: ServeProcess) -> None:
+    port = busy_server.url.rsplit(":", 1)[1]
+    log = busy_server.log_text()
+    assert "prefill stager: smallest pass" in log and f"--port {port}" in log
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pdcensus", *args], capture_output=True, text=True, timeout=60,
+                          check=False)
+
+
+@pytest.mark.parametrize(("args", "exit_code", "message"), [
+    pytest.param(["serve", "no-such-scenario", "--port", "0"], 2, "unknown scenario", id="unknown-scenario"),
+    pytest.param(["serve", "idle", "--port", "0", "--speed", "0"], 2, "--speed", id="speed-zero"),
+    pytest.param(["serve", "idle", "--port", "0", "--set", "--checkpoint-policy=keepall"], 2, "keep-all",
+                 id="bad-enum-value"),
+    pytest.param(["serve", "idle", "--port", "0", "--set", "--no-such-flag=1"], 2, "unknown flag",
+                 id="unknown-flag"),
+])
+def test_bad_serve_arguments_fail_with_one_error_line(args: list[str], exit_code: int, message: str) -> None:
+    done = run_cli(*args)
+    assert done.returncode == exit_code
+    assert done.stderr.startswith("error: ") and message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_port_in_use_is_refused_with_a_usage_error() -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        done = run_cli("serve", "idle", "--port", str(port))
+    assert done.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in done.stderr
