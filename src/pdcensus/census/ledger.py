@@ -19,10 +19,17 @@ and ``running`` rises, so a per-row fit would explain the eviction away.
   ``chunk_seconds - chunk_steps x decode_step``;
 - residency (eviction): decode-only steps slower than the reference,
   ``(decode_step - d0) x steps``.
+
+A partial ledger (SGLang: decode-only steps, step seconds and decode-only seconds, but no
+count of chunk steps) still gives the decode-only step, the inflation tests and the chunk
+steps' share of step time; the mean chunk step is unavailable, and sharing counts the whole
+chunk time (an upper bound, by the decode-only time those chunk steps would have taken; exact
+when chunk steps carry no decode rows, SGLang's default).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,7 +38,7 @@ from pdcensus.census.buckets import BucketAssignment
 from pdcensus.census.lag import History
 from pdcensus.census.model import LedgerBucket, LedgerResult, LedgerTimeline
 from pdcensus.census.signals import ShapeSignals
-from pdcensus.series.profiles import Signal
+from pdcensus.series.profiles import LedgerQuantity, Signal, ledger_spec
 
 # Fewer reference intervals than this: d0 comes from a weaker reference (said in the report).
 MIN_REFERENCE_INTERVALS = 10
@@ -58,6 +65,11 @@ class LedgerExcess:
 def _ratio(num: np.ndarray, den: np.ndarray, sel: np.ndarray) -> float:
     d = float(np.nansum(den[sel]))
     return float(np.nansum(num[sel]) / d) if d > 0 else float("nan")
+
+
+def _div(a: float, b: float) -> float:
+    """a / b, NaN where b is 0 or not finite (a counter that never moved has no ratio)."""
+    return a / b if math.isfinite(b) and b > 0 else float("nan")
 
 
 def half_sample_mode(values: np.ndarray) -> float:
@@ -102,21 +114,25 @@ def step_ledger(
     """The ledger for one shape, or why there is none."""
     prof = signals.profile
     inc = signals.increases
-    need = (Signal.STEPS, Signal.STEPS_DECODE, Signal.STEP_SECONDS, Signal.STEP_SECONDS_DECODE)
+    need = (Signal.STEPS_DECODE, Signal.STEP_SECONDS, Signal.STEP_SECONDS_DECODE)
     if not prof.has_ledger and not all(s in inc for s in need):
         return LedgerResult(False, f"build/profile {prof.name} exports no decode-only step counters "
                                    "(engine_steps_decode_total, engine_step_seconds_decode_total): no ledger"), None
     missing = [prof.name_of(s) or s.value for s in need if s not in inc]
     if missing:
         return LedgerResult(False, "ledger counters not scraped: " + ", ".join(missing)), None
-    steps, steps_d = inc[Signal.STEPS], inc[Signal.STEPS_DECODE]
+    steps_d = inc[Signal.STEPS_DECODE]
     secs, secs_d = inc[Signal.STEP_SECONDS], inc[Signal.STEP_SECONDS_DECODE]
+    counted = Signal.STEPS in inc  # False: a partial ledger (no count of chunk steps)
+    steps = inc[Signal.STEPS] if counted else np.full(signals.n, np.nan)
     held = inc.get(Signal.STEPS_HELD, np.zeros(signals.n))
-    valid = np.isfinite(steps) & np.isfinite(steps_d) & np.isfinite(secs) & np.isfinite(secs_d)
+    valid = np.isfinite(steps_d) & np.isfinite(secs) & np.isfinite(secs_d)
+    if counted:
+        valid &= np.isfinite(steps)
     if valid.sum() < 1:
         return LedgerResult(False, "fewer than two scrapes with the ledger counters: no interval"), None
-    cn = np.clip(steps - steps_d, 0, None)
     cs = np.clip(secs - secs_d, 0, None)
+    cn = np.clip(steps - steps_d, 0, None) if counted else np.full(signals.n, np.nan)
     with np.errstate(invalid="ignore", divide="ignore"):
         dstep = np.where(valid & (steps_d > 0), secs_d / np.where(steps_d > 0, steps_d, 1), np.nan)
         cstep = np.where(valid & (cn > 0), cs / np.where(cn > 0, cn, 1), np.nan)
@@ -133,30 +149,38 @@ def step_ledger(
         reference = f"{reference}; {how}"
     busy_v, tail_v = hist.heavy & valid, hist.tail & valid
     base = _ratio(d0 * steps_d, steps_d, valid & np.isfinite(d0))
-    during = _ratio(secs_d, steps_d, busy_v) / _ratio(d0 * steps_d, steps_d, busy_v) if ref else float("nan")
+    during = _div(_ratio(secs_d, steps_d, busy_v), _ratio(d0 * steps_d, steps_d, busy_v)) if ref else float("nan")
     quiet_v = hist.quiet & valid
-    after = _ratio(secs_d, steps_d, quiet_v) / _ratio(d0 * steps_d, steps_d, quiet_v) if ref else float("nan")
+    after = _div(_ratio(secs_d, steps_d, quiet_v), _ratio(d0 * steps_d, steps_d, quiet_v)) if ref else float("nan")
     by_bucket = tuple(
         LedgerBucket(label, int((valid & (assignment.index == b)).sum()),
                      _ratio(secs_d, steps_d, valid & (assignment.index == b)),
                      _ratio(cs, cn, valid & (assignment.index == b)),
-                     float(np.nansum(cn[valid & (assignment.index == b)])))
+                     float(np.nansum(cn[valid & (assignment.index == b)])) if counted else float("nan"))
         for b, label in enumerate(assignment.labels)
     )
     fill = lambda a: tuple(float(x) for x in np.where(valid, a, np.nan))  # noqa: E731
     timeline = LedgerTimeline(tuple(float(t) for t in signals.times), fill(dstep), fill(cstep), fill(held),
                               fill(chunk_share))
-    total_steps = float(np.nansum(steps[valid]))
+    total_steps = float(np.nansum(steps[valid])) if counted else float("nan")
+    status = "ran"
+    if not counted:
+        why = ledger_spec(prof).missing.get(LedgerQuantity.STEPS, f"{prof.name} counts no chunk steps")
+        status = (f"partial: {why}; sharing counts the whole chunk time (an upper bound by the decode-only "
+                  "time of those chunk steps)")
     result = LedgerResult(
-        True, "ran", int(valid.sum()), _ratio(secs_d, steps_d, valid), _ratio(cs, cn, valid),
+        True, status, int(valid.sum()), _ratio(secs_d, steps_d, valid), _ratio(cs, cn, valid),
         _ratio(secs, steps, valid), total_steps, float(np.nansum(held[valid])),
         _ratio(cn, steps, valid), _ratio(cs, secs, valid), base, reference, float(during), float(after),
         by_bucket, timeline,
     )
     dref = np.where(np.isfinite(dstep), dstep, d0)
     dt = np.nan_to_num(signals.interval_seconds)
-    sharing = np.clip(cs - cn * np.nan_to_num(dref), 0, dt)
-    residency = np.where(np.isfinite(dstep) & np.isfinite(d0), (dstep - d0) * (steps_d + cn), 0.0)
+    sharing = np.clip(cs - np.nan_to_num(cn) * np.nan_to_num(dref), 0, dt)
+    all_steps = steps_d + np.nan_to_num(cn)
+    residency = np.where(np.isfinite(dstep) & np.isfinite(d0), (dstep - d0) * all_steps, 0.0)
+    if not counted:  # at least one chunk step ran in an interval whose chunk time grew
+        cn = np.where(cs > 0, 1.0, 0.0)
     residency = np.clip(residency, -dt, dt)
     return result, LedgerExcess(np.where(valid, sharing, np.nan), np.where(valid, residency, np.nan), valid,
                                 np.where(valid, np.nan_to_num(secs_d), 0.0), np.where(valid, np.nan_to_num(steps_d), 0.0),

@@ -11,7 +11,9 @@ prefill's step-time sharing.
 Lost decoder time: where the engine exports the preempted depth, stalled
 sequence-seconds are its time integral (Little's law: an instant gauge sampled at
 regular scrapes estimates the integral without bias); elsewhere, the decode deficit at
-burst scrapes against the same-bucket baseline.
+burst scrapes against the same-bucket baseline. When bursts cover most of the window, or
+most of their decoder time has no same-bucket baseline outside them, that deficit cannot be
+measured: the share is NaN (unmeasurable), never a silent zero.
 """
 
 from __future__ import annotations
@@ -26,6 +28,11 @@ from pdcensus.census.model import Burst, PreemptionResult
 
 # Intervals with increases at most this many scrapes apart belong to one burst.
 BURST_JOIN_SCRAPES = 2
+# The deficit is unmeasurable when bursts cover more than this share of the scrapes (what is left
+# is no baseline but a few unrepresentative spells), or when less than this share of the burst
+# decoder time has a same-bucket baseline outside the bursts.
+MAX_BURST_COVERAGE = 0.5
+MIN_BASELINE_COVERAGE = 0.5
 
 
 @dataclass(frozen=True)
@@ -110,6 +117,14 @@ def preemption_bursts(
             deficit = np.where(in_burst & (expected > 0), np.clip(1 - decode / expected, 0, 1), 0.0)
         share = weighted_ratio(w, np.nan_to_num(deficit) * run * dt, run * dt)
         basis = "decode deficit at burst scrapes vs non-burst scrapes of the same prefill bucket"
+        burst_time = float((run * dt)[in_burst].sum())
+        covered = float((run * dt)[in_burst & np.isfinite(expected) & (expected > 0)].sum())
+        too_wide = in_burst.mean() > MAX_BURST_COVERAGE
+        if burst_time > 0 and (too_wide or covered < MIN_BASELINE_COVERAGE * burst_time):
+            share = np.full(w.shape[0], np.nan)
+            basis = (f"unmeasurable: bursts cover {100 * in_burst.mean():.0f} % of the scrapes, and only "
+                     f"{100 * covered / burst_time:.0f} % of their decoder time has a same-bucket baseline "
+                     "outside them (no preempted-depth gauge to integrate)")
     result = PreemptionResult(True, "ran", float(inc.sum()), tuple(bursts), dip, spike, depth_max, depth_mean,
                               tuple(float(t) for t in times), tuple(float(x) for x in np.nan_to_num(increases)))
     return result, PreemptionLoss(share, basis)

@@ -83,7 +83,7 @@ def census(
 
     from pdcensus.report.terminal import render
 
-    console = Console()
+    console = Console(emoji=False)  # label values like ":smile:" stay text
     for report in reports:
         render(report, console)
     for path in (html, markdown):

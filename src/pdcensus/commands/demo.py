@@ -29,7 +29,7 @@ def demo(
     from pdcensus.report.terminal import render
     from pdcensus.sim import simulate, write_sim_dir
 
-    console = Console()
+    console = Console(emoji=False)  # label values like ":smile:" stay text
     with console.status(f"simulating {scenario} for {duration} ..."):
         result = simulate(scenario, duration_seconds=parse_duration(duration), seed=seed)
     out.mkdir(parents=True, exist_ok=True)

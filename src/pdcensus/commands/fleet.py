@@ -29,7 +29,7 @@ def _table(result: Any) -> None:
         note = row.error or ""
         table.add_row(str(row.rank), row.job, row.instance, row.mechanism, _fmt(row.confidence, ".2f"),
                       _fmt(row.per_stream_vs_idle, ".2f"), note, style="red" if row.error else None)
-    Console().print(table)
+    Console(emoji=False).print(table)
 
 
 @app.command("fleet")

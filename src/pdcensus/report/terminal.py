@@ -186,5 +186,5 @@ def render(report: CensusReport, console: Console) -> None:
 def render_text(report: CensusReport, width: int = 120) -> str:
     """The terminal report as plain text (no colour codes)."""
     buf = io.StringIO()
-    render(report, Console(file=buf, width=width, color_system=None, force_terminal=False))
+    render(report, Console(file=buf, width=width, color_system=None, force_terminal=False, emoji=False))
     return buf.getvalue()
