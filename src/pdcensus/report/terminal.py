@@ -83,8 +83,9 @@ def render(report: CensusReport, console: Console) -> None:
         head.append(f"\nlost decode time: sharing {100 * lo.step_time_sharing:.1f} %, eviction "
                     f"{100 * lo.eviction:.1f} %, preemption {100 * lo.preemption_stall:.1f} % of decoders' time "
                     "(estimates; a mechanism counts only with its signature)")
-    console.print(Panel(head, title=_e(f"pdcensus census - {report.instance} ({report.job}) - {report.profile}"),
-                        subtitle=_e(report.source), expand=False))
+    # Text, not markup: a label value is data (no markup, no emoji codes)
+    console.print(Panel(head, title=Text(f"pdcensus census - {report.instance} ({report.job}) - {report.profile}"),
+                        subtitle=Text(report.source), expand=False))
     if v.settle:
         console.print("[bold]What would settle it:[/bold]")
         for s in v.settle:
