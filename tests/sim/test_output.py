@@ -76,7 +76,7 @@ def test_cli_sim_writes_the_dir_and_scenarios_lists_name_then_description(
                      "expected one of: geometric-backoff, tip-only, keep-all", id="enum"),
         pytest.param(["sim", "healthy", "--out", "X", "--set", "--no-such-flag=1"], "unknown flag '--no-such-flag'",
                      id="flag"),
-        pytest.param(["sim", "healthy", "--out", "X", "--profile", "sglang"], "unknown profile 'sglang'",
+        pytest.param(["sim", "healthy", "--out", "X", "--profile", "llamacpp"], "unknown profile 'llamacpp'",
                      id="profile"),
     ],
 )

@@ -238,6 +238,21 @@ class LossShares:
 
 
 @dataclass(frozen=True)
+class PassRecord:
+    """One runbook step: whether it ran on this engine's metrics, what that did to confidence, why.
+
+    ``confidence_factor`` is the factor the step's absence or limit applied to the verdict's
+    confidence (1.0 = none); a step whose absence makes the verdict ``inconclusive`` says so
+    in ``reason``.
+    """
+
+    name: str
+    ran: bool
+    confidence_factor: float
+    reason: str
+
+
+@dataclass(frozen=True)
 class Timeline:
     """Per-scrape series for plots (the analysed shape only)."""
 
@@ -270,6 +285,8 @@ class CensusReport:
     side_evidence: dict[str, Any] = field(default_factory=dict)
     # what the source warned about (Thanos partial responses, resampled data): never silent
     source_warnings: tuple[str, ...] = field(default=())
+    # the runbook's steps in order: which ran on this engine's metrics, and why not the rest
+    passes: tuple[PassRecord, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of schema ``pdcensus/census/v1``."""
@@ -292,6 +309,7 @@ class CensusReport:
             "advice": [dict(a) for a in self.advice],
             "side_evidence": dict(self.side_evidence),
             "source_warnings": list(self.source_warnings),
+            "passes": plain(self.passes),
         }
 
 

@@ -2,7 +2,8 @@
 
 ``census_recording(recording, options)`` runs the passes in the runbook's order:
 shape proof, signals through the profile, buckets, ledger, lag test, TTFT, preemption
-bursts, traps, and the verdict, and assembles the typed :class:`CensusReport`.
+bursts, traps, and the verdict, and assembles the typed :class:`CensusReport` (with the
+checklist of which of those steps ran on this engine's metrics, ``passes``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pdcensus.census.buckets import BucketAssignment, assign_buckets, bucket_tab
 from pdcensus.census.lag import History, history, lag_test
 from pdcensus.census.ledger import LedgerExcess, step_ledger
 from pdcensus.census.model import CensusReport, LossShares, PreemptionResult, Timeline
+from pdcensus.census.passes import runbook_passes
 from pdcensus.census.preemption import PreemptionLoss, preemption_bursts
 from pdcensus.census.shape import choose_segment, split_shapes
 from pdcensus.census.signals import ShapeSignals, extract_signals
@@ -132,9 +134,10 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
                              running, dt, tail_effect, ploss, preemption)
     verdict = decide(inputs)
     losses = _losses(inputs, ploss.basis, excess is not None)
+    ttft = ttft_summary(ttft_hist, a, det.profile.name)
+    passes = runbook_passes(det.profile, shape, ledger, table, lag, ttft, preemption, inputs)
     return CensusReport(source, ep.job, ep.instance, det.profile.name, det.reason, verdict, shape, ledger, table,
-                        client_table, lag, ttft_summary(ttft_hist, a, det.profile.name), preemption, traps, losses,
-                        _timeline(s, running))
+                        client_table, lag, ttft, preemption, traps, losses, _timeline(s, running), passes=passes)
 
 
 def _verdict_inputs(proven: bool, shape_reason: str, s: ShapeSignals, a: BucketAssignment, p: np.ndarray,
@@ -177,9 +180,19 @@ def _verdict_inputs(proven: bool, shape_reason: str, s: ShapeSignals, a: BucketA
         ledger_chunk_steps=float(np.nansum(np.where(excess.valid & (np.nan_to_num(running) > 0), excess.chunk_steps, 0.0)))
         if excess is not None and running is not None else 0.0,
         scrape_interval_seconds=s.scrape_interval_seconds, rates_from_counters=s.rates_from_counters,
+        preemption_counted=s.increase(Signal.PREEMPTIONS) is not None, saturated_share=_saturated_share(s, running),
         collapse=collapse, lag0_effect=lag0, sharing=sharing, residency=residency, inflation_during=during,
         inflation_after=after, tail_effect=tail_effect, tail_loss=tail_loss, preemption=ploss.share,
         preemption_basis=ploss.basis, bursts=len(preemption.bursts), burst_aligned=aligned)
+
+
+def _saturated_share(s: ShapeSignals, running: np.ndarray | None) -> float:
+    """Share of scrapes with requests running in which some also wait (NaN without both gauges)."""
+    waiting = s.gauge(Signal.WAITING)
+    if waiting is None or running is None:
+        return float("nan")
+    busy = np.isfinite(running) & (running > 0) & np.isfinite(waiting)
+    return float((waiting[busy] > 0).mean()) if busy.any() else float("nan")
 
 
 def _losses(x: VerdictInputs, preemption_basis: str, ledger: bool) -> LossShares:

@@ -12,7 +12,8 @@ counter's increase over the scrape interval divided by the interval's length, an
 ``rates_from_counters`` says so: those are interval means, not same-instant gauges.
 Engines that carry the step ledger under other names (TGI's per-method forward
 histograms, SGLang's per-mode execution seconds) get it from
-``pdcensus.series.engine_ledger``.
+``pdcensus.series.engine_ledger``. Where an engine carries token counts more promptly under
+another name (SGLang's ``realtime_tokens_total{mode}``: ``RATE_TERMS``), that one is read.
 """
 
 from __future__ import annotations
@@ -22,9 +23,9 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pdcensus.census.counters import summed_gauge, summed_increase
-from pdcensus.series.engine_ledger import ledger_increases
+from pdcensus.series.engine_ledger import ledger_increases, term_increases
 from pdcensus.series.model import Endpoint
-from pdcensus.series.profiles import COUNTER_SIGNALS, HISTOGRAM_SIGNALS, LEDGER_SIGNALS, Profile, Signal
+from pdcensus.series.profiles import COUNTER_SIGNALS, HISTOGRAM_SIGNALS, LEDGER_SIGNALS, RATE_TERMS, Profile, Signal
 
 
 @dataclass(frozen=True)
@@ -111,6 +112,11 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
             increases[signal] = summed_increase(values[:, cols], present[:, cols])
         else:
             gauges[signal] = summed_gauge(values[:, cols], present[:, cols])
+
+    for sig, term in RATE_TERMS.get(profile.name, {}).items():
+        term_inc = term_increases(endpoint, rows, term)
+        if term_inc is not None:
+            increases[sig] = term_inc
 
     if not all(sig in increases for sig in LEDGER_SIGNALS):
         # Engines whose ledger is derived from other names (TGI, SGLang, ...): see engine_ledger.

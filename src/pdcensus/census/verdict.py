@@ -32,6 +32,13 @@ LAG0_EFFECT_MARGIN = 0.9  # a collapse: decoders >= 10 % slower while prefill ru
 MIN_SAMPLES = 30  # scrapes with decoders running, below which nothing is ranked
 MIN_GROUP_SAMPLES = 10  # idle / busy scrapes needed for a contrast
 MIN_STABILITY = 0.6  # bootstrap agreement below which the verdict is inconclusive
+SATURATED_SHARE = 0.5  # waiting > 0 in this share of scrapes: the endpoint is at capacity
+# Confidence factors for what the data cannot show (the report's ``passes`` cite them).
+NO_LEDGER_FACTOR = 0.8
+SLOW_SCRAPE_FACTOR = 0.8
+COUNTER_RATES_FACTOR = 0.9
+SHORT_WINDOW_FACTOR = 0.9
+NO_TAIL_TEST_FACTOR = 0.85
 MAX_CONFIDENCE = 0.97
 PREEMPTION_CONFOUND = 0.65  # confidence factor when preemption stalls are material  # no census of someone else's engine is surer than this
 
@@ -61,6 +68,8 @@ class VerdictInputs:
     preemption_basis: str
     bursts: int
     burst_aligned: bool
+    preemption_counted: bool = True  # the engine exports a preemption counter
+    saturated_share: float = float("nan")  # share of scrapes with requests waiting while some run
 
 
 def _decide(x: VerdictInputs, r: int) -> tuple[frozenset[Mechanism], dict[Mechanism, float]]:
@@ -124,6 +133,19 @@ def decide(x: VerdictInputs) -> Verdict:
         settle.append("record a window that includes idle-prefill periods (a baseline for decoders)")
     if x.busy_samples < MIN_GROUP_SAMPLES and not ledger_sees_prefill:
         settle.append("record a window in which another session prefills while others decode")
+    if not x.preemption_counted and x.saturated_share >= SATURATED_SHARE:
+        ev.append(Evidence("saturated-without-preemption-counter", x.saturated_share, SATURATED_SHARE, False,
+                           f"requests wait in {100 * x.saturated_share:.0f} % of scrapes: the endpoint is at "
+                           "capacity, and this engine exports no preemption counter"))
+        settle.append("the queue never drains and this engine exports no preemption counter: stalls of "
+                      "preempted or refused sequences can be neither ruled in nor out; relieve the load or "
+                      "read the engine's logs for preemption/retraction before ranking mechanisms")
+    if x.bursts and not np.isfinite(x.preemption[0]):
+        ev.append(Evidence("preemption-loss-measurable", None, None, False,
+                           f"{x.bursts} preemption bursts, stalled time {x.preemption_basis}"))
+        settle.append("preemptions run through most of the window and the stalled time cannot be measured "
+                      "without a preempted-depth gauge: relieve KV pressure, or record a window with quiet "
+                      "spells between preemption bursts")
     if settle:
         return Verdict(Mechanism.INCONCLUSIVE, (), 0.0, tuple(ev), tuple(settle))
 
@@ -162,16 +184,16 @@ def decide(x: VerdictInputs) -> Verdict:
                        f"{100 * stability:.0f} % of {reps - 1} block-bootstrap replicates reach '{point.value}'"))
     quality = 1.0
     if not x.has_ledger:
-        quality *= 0.8
+        quality *= NO_LEDGER_FACTOR
         settle.append("a build with the step ledger (decode-only step counters) would separate sharing "
                       "from residency")
     if x.scrape_interval_seconds > 30:
-        quality *= 0.8
+        quality *= SLOW_SCRAPE_FACTOR
         settle.append("scrape at 30 s or faster")
     if x.rates_from_counters:
-        quality *= 0.9
+        quality *= COUNTER_RATES_FACTOR
     if x.samples < 240:
-        quality *= 0.9
+        quality *= SHORT_WINDOW_FACTOR
     if shares0[Mechanism.PREEMPTION_STALL] >= MATERIAL_SHARE:
         # preemption sheds and re-admits rows, which moves decode-only step times by itself:
         # residency can then be masked or mimicked, so no verdict here is sure
@@ -179,7 +201,7 @@ def decide(x: VerdictInputs) -> Verdict:
         settle.append("material preemption changes batch size and masks or mimics residency: relieve KV "
                       "pressure (or read /stats per-step forensics) to separate eviction from the stalls")
     if x.tail_effect[0] != x.tail_effect[0] and x.inflation_after is None:
-        quality *= 0.85
+        quality *= NO_TAIL_TEST_FACTOR
         settle.append("idle periods of 15+ min would let the lag test rule eviction in or out")
     if stability < MIN_STABILITY:
         settle.insert(0, f"borderline: leaning '{point.value}' in {100 * stability:.0f} % of replicates; "

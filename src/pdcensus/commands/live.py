@@ -1,4 +1,9 @@
-"""`pdcensus record` (direct scrapes into a journal) and `pdcensus collect` (evidence bundle)."""
+"""`pdcensus record` (direct scrapes into a journal, or `--fpm` per-step records) and `pdcensus collect`.
+
+`record --fpm tcp://HOST:PORT` is the same recorder as `pdcensus fpm record`: it subscribes to
+an engine's Forward Pass Metrics publisher and appends every step (the exact step ledger on
+engines whose /metrics has no step time), until --duration or Ctrl-C.
+"""
 
 from __future__ import annotations
 
@@ -22,19 +27,63 @@ def _human_bytes(n: int) -> str:
     return f"{n} B"
 
 
+def _record_fpm(address: str, out: str, duration: Optional[str], quiet: bool) -> None:
+    """Forward Pass Metrics into ``out`` (JSON lines) until ``duration`` or SIGINT/SIGTERM."""
+    import threading
+
+    from pdcensus.errors import UsageError
+    from pdcensus.sources.fpm import normalize_address, record_fpm
+
+    endpoint = normalize_address(address)
+    seconds = parse_duration(duration) if duration is not None else FOREVER_SECONDS
+    if seconds <= 0:
+        raise UsageError(f"--duration {duration!r} must be above 0")
+    stop = threading.Event()
+    previous = {sig: signal.signal(sig, lambda *_: stop.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
+    if not quiet:
+        until = f"for {duration}" if duration is not None else "until Ctrl-C"
+        print(f"recording forward-pass metrics from {endpoint} into {out} {until}", file=sys.stderr)
+    try:
+        summary = record_fpm(endpoint, out, seconds, stop=stop)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    typer.echo(f"{summary.stored} records ({summary.heartbeats} idle heartbeats) to {summary.path}; "
+               f"{summary.rejected} rejected, {summary.sequence_gaps} missing by sequence")
+    if summary.received == 0:
+        typer.echo(f"warning: nothing arrived from {endpoint}; is the engine's FPM port enabled?", err=True)
+
+
+FOREVER_SECONDS = 10 * 365 * 86400.0  # "until Ctrl-C": the recorder needs a finite deadline
+
+
 @app.command()
 def record(
-    urls: Annotated[list[str], typer.Argument(help="Endpoint URLs to scrape, e.g. http://127.0.0.1:7770/metrics.")],
-    out: Annotated[str, typer.Option("--out", help="Journal file to write (resumed if it exists), e.g. run.pdrec.")],
+    urls: Annotated[Optional[list[str]], typer.Argument(help="Endpoint URLs to scrape, e.g. http://127.0.0.1:7770/metrics.")] = None,
+    out: Annotated[str, typer.Option("--out", help="Journal file to write (resumed if it exists), e.g. run.pdrec; with --fpm, a JSON-lines file appended to.")] = "",
+    fpm: Annotated[Optional[str], typer.Option("--fpm", help="Record Forward Pass Metrics from tcp://HOST:PORT (an engine's FPM publisher, e.g. vLLM --forward-pass-metrics-port) instead of scraping URLs.")] = None,
     interval: Annotated[str, typer.Option("--interval", help="Scrape interval, e.g. 15s.")] = "15s",
     duration: Annotated[Optional[str], typer.Option("--duration", help="Stop after this long (default: until Ctrl-C).")] = None,
     job: Annotated[str, typer.Option("--job", help="The job label every sample gets.")] = "pdcensus-record",
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress line.")] = False,
 ) -> None:
-    """Scrape URLs every interval into a crash-safe journal that `census` reads (finished or not)."""
+    """Scrape URLs every interval into a crash-safe journal that `census` reads (finished or not).
+
+    With --fpm, record an engine's Forward Pass Metrics instead (`pdcensus fpm ledger` reads them).
+    """
+    from pdcensus.errors import UsageError
     from pdcensus.sources.recorder import JournalWriter, ScrapeOutcome, parse_target
     from pdcensus.sources.recorder import record as run_record
 
+    if not out:
+        raise UsageError("--out is required: the file to record into")
+    if fpm is not None:
+        if urls:
+            raise UsageError(f"give endpoint URLs or --fpm, not both (got {' '.join(urls)!r} and --fpm {fpm!r})")
+        _record_fpm(fpm, out, duration, quiet)
+        return
+    if not urls:
+        raise UsageError("nothing to record: give endpoint URLs to scrape, or --fpm tcp://HOST:PORT")
     targets = [parse_target(u) for u in urls]
     interval_seconds = parse_duration(interval)
     duration_seconds = parse_duration(duration) if duration is not None else None

@@ -19,7 +19,7 @@ def sim_command(
     seed: Annotated[int, typer.Option("--seed", help="Random seed (same seed, same bytes).")] = 0,
     scrape_interval: Annotated[str, typer.Option("--scrape-interval", help="Scrape interval, e.g. 15s.")] = "15s",
     sets: Annotated[Optional[list[str]], typer.Option("--set", help="Engine flag override FLAG=VALUE (repeatable).")] = None,
-    profile: Annotated[str, typer.Option("--profile", help="Metric set: radiance or vllm (plain vLLM V1 names).")] = "radiance",
+    profile: Annotated[str, typer.Option("--profile", help="Metric set: radiance, vllm (plain vLLM V1 names), sglang or tgi (each engine's own names).")] = "radiance",
 ) -> None:
     """Simulate SCENARIO in virtual time and write the recording, ground truth and evidence to --out."""
     from pdcensus.sim.output import write_sim_dir

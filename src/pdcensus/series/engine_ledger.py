@@ -14,7 +14,9 @@ facts under other shapes, described by :data:`pdcensus.series.profiles.LEDGER_SP
 reason; :func:`ledger_inputs` gives them per scrape. :func:`ledger_increases` is the one call
 the census makes: per-interval increases keyed by the census's ledger signals, with the same
 rule as ``census.counters`` (per series, since its previous sample, a drop is a reset), so an
-engine without radiance's counters feeds the same ledger code. :func:`ledger_samples` is the
+engine without radiance's counters feeds the same ledger code. :func:`term_increases` does the
+same for any one :class:`~pdcensus.series.profiles.LedgerTerm` (e.g. SGLang's realtime token
+counters, :data:`~pdcensus.series.profiles.RATE_TERMS`). :func:`ledger_samples` is the
 inverse (ledger counters -> an engine's sample names), for the simulator's exporter.
 """
 
@@ -293,26 +295,30 @@ def _row_increase(values: np.ndarray, present: np.ndarray) -> np.ndarray:
     return np.where(valid.any(axis=1), inc.sum(axis=1), np.nan)
 
 
+def term_increases(endpoint: Endpoint, rows: np.ndarray, term: LedgerTerm) -> np.ndarray | None:
+    """Per-interval increases over ``rows`` of the series a term selects; None if it has none."""
+    rows = np.asarray(rows, dtype=np.int64)
+    name, keys, _ = _term_keys(endpoint, term)
+    if not name:
+        return None
+    if not keys:  # the family is scraped but the selected children never appeared
+        zero = np.where(_family_rows(endpoint, name)[rows], 0.0, np.nan)
+        zero[:1] = np.nan  # the first row has no interval
+        return zero
+    index = {key: i for i, key in enumerate(endpoint.keys)}
+    cols = [index[k] for k in keys]
+    return _row_increase(endpoint.values[np.ix_(rows, cols)], endpoint.present[np.ix_(rows, cols)])
+
+
 def ledger_increases(endpoint: Endpoint, rows: np.ndarray, profile: Profile) -> dict[Signal, np.ndarray]:
     """Per-interval increases of the ledger counters over ``rows``, keyed by census signal.
 
     Only the quantities the engine gives are present (e.g. SGLang: no ``STEPS``); the census
     treats a missing key as "no ledger for this quantity", as for radiance 1.0.13.
     """
-    rows = np.asarray(rows, dtype=np.int64)
     out: dict[Signal, np.ndarray] = {}
     for quantity, term in ledger_spec(profile).terms.items():
-        name, keys, _ = _term_keys(endpoint, term)
-        if not name:
-            continue
-        if not keys:  # the family is scraped but the selected children never appeared
-            zero = np.where(_family_rows(endpoint, name)[rows], 0.0, np.nan)
-            zero[:1] = np.nan  # the first row has no interval
-            out[_SIGNAL_OF[quantity]] = zero
-            continue
-        index = {key: i for i, key in enumerate(endpoint.keys)}
-        cols = [index[k] for k in keys]
-        vals = endpoint.values[np.ix_(rows, cols)]
-        ok = endpoint.present[np.ix_(rows, cols)]
-        out[_SIGNAL_OF[quantity]] = _row_increase(vals, ok)
+        inc = term_increases(endpoint, rows, term)
+        if inc is not None:
+            out[_SIGNAL_OF[quantity]] = inc
     return out

@@ -32,7 +32,11 @@ Engine names were checked against each engine's own source (repository + path):
   ``kv_cache_usage_ratio``.
 
 :data:`LEDGER_SPECS` says, per engine, how the step ledger's four counters are derived from
-that engine's names (``pdcensus.series.engine_ledger`` does the arithmetic).
+that engine's names (``pdcensus.series.engine_ledger`` does the arithmetic). :data:`RATE_TERMS`
+names, per engine, a labelled counter that carries the prefill / decode token rate more
+promptly than the profile's own counter (SGLang's ``prompt_tokens_total`` and
+``generation_tokens_total`` move only when a request finishes; ``realtime_tokens_total{mode}``
+moves as tokens are computed): the census prefers it where the recording has it.
 """
 
 from __future__ import annotations
@@ -482,3 +486,13 @@ def census_sample_names() -> set[str]:
     for profile in PROFILES.values():
         names |= profile.sample_names()
     return names
+
+
+# --- Prompter token counters: read instead of the profile's own where present -----------
+
+RATE_TERMS: dict[str, dict[Signal, LedgerTerm]] = {
+    "sglang": {
+        Signal.PROMPT_TOKENS: LedgerTerm(("sglang:realtime_tokens_total",), "mode", frozenset({"prefill_compute"})),
+        Signal.GENERATION_TOKENS: LedgerTerm(("sglang:realtime_tokens_total",), "mode", frozenset({"decode"})),
+    },
+}

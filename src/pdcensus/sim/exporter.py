@@ -2,7 +2,8 @@
 
 :data:`FAMILIES` lists every family the simulator can export, with its type, HELP text, the
 builds that export it and the profiles it belongs to (``radiance`` = radiance's own metric set,
-``vllm`` = plain vLLM V1 names only). :class:`RecordingAssembler` samples an engine's
+``vllm`` = plain vLLM V1 names only). A recording can also be exported under SGLang's or TGI's
+own names (:data:`RECORDING_PROFILES`; tables in :mod:`pdcensus.sim.engine_exports`). :class:`RecordingAssembler` samples an engine's
 :class:`~pdcensus.sim.metrics_state.MetricsState` and instant gauges at each scrape instant and
 builds a :class:`~pdcensus.series.model.Recording` (one row per scrape, ``up`` included: a
 failed scrape or a scrape while the process is down carries ``up`` = 0 and nothing else).
@@ -22,10 +23,12 @@ from prometheus_client.utils import floatToGoString
 from pdcensus.series.model import Endpoint, Family, MetricType, Recording, SeriesKey, normalize_labels
 from pdcensus.sim.config import Build
 from pdcensus.sim.engine import Engine
+from pdcensus.sim.engine_exports import ENGINE_PROFILES, engine_families, engine_samples
 from pdcensus.sim.metrics_state import Histogram
 
 RADIANCE, VLLM = "radiance", "vllm"
-PROFILES = (RADIANCE, VLLM)
+PROFILES = (RADIANCE, VLLM)  # what the live server serves
+RECORDING_PROFILES = (*PROFILES, *ENGINE_PROFILES)  # what a simulated recording can be exported as
 BOTH = frozenset(PROFILES)
 ONLY_RADIANCE = frozenset({RADIANCE})
 ONLY_VLLM = frozenset({VLLM})
@@ -146,6 +149,9 @@ class RecordingAssembler:
         """Sample every family the build exports; ``t`` is the timestamp, ``engine_seconds`` the engine's clock."""
         gauges = engine.gauges(engine_seconds)
         model = engine.config.model
+        if self.profile in ENGINE_PROFILES:
+            self._scrape_engine(t, engine, gauges, model)
+            return
         layout = self._layouts.get((build, model))
         labels = {"model_name": model}
         if layout is None:
@@ -165,6 +171,17 @@ class RecordingAssembler:
                 self._start_col = self._column(PROCESS_START.name, {})
             cols.append(self._start_col)
             vals.append(process_start)
+        self._rows.append((t, cols, vals))
+
+    def _scrape_engine(self, t: float, engine: Engine, gauges: dict[str, float], model: str) -> None:
+        """One scrape under another engine's names (no build split, no process_start_time_seconds)."""
+        if not self.families:
+            self.families.update({f.name: f for f in engine_families(self.profile)})
+        samples = engine_samples(self.profile, engine.metrics.counters(), gauges, engine.tallies, model)
+        cols, vals = [self._up], [1.0]
+        for name, labels, value in samples:
+            cols.append(self._column(name, labels))
+            vals.append(float(value))
         self._rows.append((t, cols, vals))
 
     def build(self, source: str = "sim") -> Recording:

@@ -21,7 +21,7 @@ from pdcensus.sim.config import Build, EngineConfig, parse_config
 from pdcensus.sim.config_source import render_config_source
 from pdcensus.sim.engine import Engine
 from pdcensus.sim.evidence import boot_log, diagnostics, stats
-from pdcensus.sim.exporter import PROFILES, RecordingAssembler
+from pdcensus.sim.exporter import RECORDING_PROFILES, RecordingAssembler
 from pdcensus.sim.hardware import Hardware
 from pdcensus.sim.scenarios import Perturbation, Scenario, get_scenario, perturbed, timeline, with_overrides
 from pdcensus.sim.truth import RULE, judge
@@ -90,8 +90,8 @@ def simulate_scenario(
 ) -> SimResult:
     """Simulate a :class:`~pdcensus.sim.scenarios.Scenario` value (a named one, or one built by hand)."""
     scenario = spec.name
-    if profile not in PROFILES:
-        raise UsageError(f"unknown profile {profile!r}: expected one of: {', '.join(PROFILES)}")
+    if profile not in RECORDING_PROFILES:
+        raise UsageError(f"unknown profile {profile!r}: expected one of: {', '.join(RECORDING_PROFILES)}")
     if duration_seconds <= 0:
         raise UsageError(f"duration must be positive, got {duration_seconds!r}")
     spec = with_overrides(spec, dict(overrides or {}))

@@ -181,7 +181,11 @@ def with_overrides(scenario: Scenario, overrides: Mapping[str, str]) -> Scenario
 
 
 def perturbed(scenario: Scenario, p: Perturbation) -> Scenario:
-    """Apply a perturbation: cost constants, chunk size (keeping any span's step budget), load, heat pace."""
+    """Apply a perturbation: cost constants, chunk size (keeping any span's step budget), load, heat pace.
+
+    Every flag set it writes passes :func:`pdcensus.sim.config.validate_config` (a span keeps
+    ``--max-num-batched-tokens`` equal to span x interval).
+    """
     from pdcensus.sim.cost_model import scaled
 
     segments = []
@@ -189,9 +193,14 @@ def perturbed(scenario: Scenario, p: Perturbation) -> Scenario:
         flags = dict(seg.flags)
         span = int(flags.get("--prefill-span", "1"))
         if span > 1:
+            # keep the step budget near span x interval and exactly what --prefill-span demands
+            # (--max-num-batched-tokens = span x --checkpoint-interval), or radiance refuses to start
             budget = span * int(flags.get("--checkpoint-interval", "4096"))
-            flags["--prefill-span"] = str(max(2, budget // p.checkpoint_interval))
-            flags["--checkpoint-interval"] = str(budget // int(flags["--prefill-span"]))
+            new_span = max(2, round(budget / p.checkpoint_interval))
+            interval = budget // new_span
+            flags["--prefill-span"] = str(new_span)
+            flags["--checkpoint-interval"] = str(interval)
+            flags["--max-num-batched-tokens"] = str(new_span * interval)
         else:
             flags["--checkpoint-interval"] = str(p.checkpoint_interval)
             flags["--max-num-batched-tokens"] = str(p.checkpoint_interval)
