@@ -81,3 +81,18 @@ def test_terminal_report_shows_the_knob_rollback_tradeoff_and_verification(sim_d
     assert rec["env_line"] in text and rec["rollback_env_line"] in text
     assert "trade-off" in text and "verify the arm" in text
     assert "engine_steps_held_total must leave zero" in text
+
+
+def test_html_and_markdown_say_which_runbook_steps_a_plain_vllm_endpoint_could_not_run(tmp_path: Path) -> None:
+    from pdcensus.report.html import render_html
+    from pdcensus.report.markdown import render_markdown
+
+    result = simulate("step-time-sharing", duration_seconds=3600, seed=2, profile="vllm")
+    report = api.census(result.recording, evidence=None)
+    skipped = [p for p in report.passes if not p.ran]
+    assert skipped, "plain vLLM has no step ledger: at least that step cannot run"
+    html = render_html([report])
+    md = render_markdown([report]).text
+    for p in skipped:
+        assert p.name in html and p.name in md
+    assert "Runbook steps on this engine" in html and "Runbook steps on this engine" in md

@@ -76,6 +76,8 @@ def endpoint_blocks(report: CensusReport, *, level: int, key: str) -> list[Block
     out += [h("Step ledger", "ledger"), *ledger_blocks(report), fig("ledger-timeline")]
     out += [h("Preemption bursts", "preemption"), fig("preemption-bursts"), *preemption_blocks(report)]
     out += [h("Traps", "traps"), *trap_blocks(report)]
+    if report.passes:
+        out += [h("Runbook steps on this engine's metrics", "passes"), *pass_blocks(report)]
     out += [h("Advice", "advice"), *advice_blocks(report.advice, level + 1, sfx)]
     return out
 
@@ -248,5 +250,19 @@ def trap_blocks(report: CensusReport) -> list[Block]:
         ("trap", "fired", "value", "what it means"),
         tuple((t.name, "FIRED" if t.fired else "no", fmt_number(t.value), t.text) for t in fired + quiet),
         row_tones=tuple(Tone.WARNING if t.fired else Tone.NORMAL for t in fired + quiet),
+    ))
+    return out
+
+
+def pass_blocks(report: CensusReport) -> list[Block]:
+    """Which runbook steps ran on this engine's metrics, what a missing one cost, and why."""
+    skipped = [p for p in report.passes if not p.ran]
+    out: list[Block] = [Paragraph(
+        f"{len(report.passes) - len(skipped)} of {len(report.passes)} runbook steps ran on this engine's metrics.",
+        Tone.WARNING if skipped else Tone.GOOD)]
+    out.append(Table(
+        ("step", "ran", "confidence factor", "why"),
+        tuple((p.name, "yes" if p.ran else "NO", fmt_number(p.confidence_factor), p.reason) for p in report.passes),
+        row_tones=tuple(Tone.NORMAL if p.ran else Tone.WARNING for p in report.passes),
     ))
     return out
