@@ -165,3 +165,13 @@ def test_load_source_reads_the_recorders_journal_by_its_magic_line(tmp_path: Pat
     endpoint = load_source(path).endpoint()
     assert endpoint.timestamps.tolist() == [1000.0, 1015.0, 1030.0]
     assert load_source(tmp_path).endpoint().instance == "h:1"
+
+
+def test_a_gzip_file_with_a_corrupt_stream_is_a_data_error(tmp_path: Path) -> None:
+    from pdcensus.errors import DataError
+    from pdcensus.sources.load import load_source
+
+    bad = tmp_path / "metrics.om.gz"
+    bad.write_bytes(b"\x1f\x8b\x08\x00" + b"\x00" * 11)  # gzip magic, then a broken deflate block
+    with pytest.raises(DataError, match="cannot read"):
+        load_source(bad)

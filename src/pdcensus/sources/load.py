@@ -12,6 +12,7 @@ otherwise). Gzip files (``.om.gz``, ``.prom.gz``) are read through gzip. A direc
 from __future__ import annotations
 
 import gzip
+import zlib
 from pathlib import Path
 
 from pdcensus.errors import DataError
@@ -36,7 +37,7 @@ def load_source(path: str | Path, *, scrape_time: float | None = None) -> Record
     try:
         head, tail = _head_and_tail(target)
         mtime = target.stat().st_mtime
-    except (OSError, EOFError, gzip.BadGzipFile) as exc:
+    except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise DataError(f"{target}: cannot read: {exc}") from exc
     if is_parquet(head):
         return load_parquet(target)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import gzip
 import io
 import math
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import Enum
@@ -107,11 +108,11 @@ def read_text(
         try:
             with open_binary(path) as fh:
                 return _TextReader(label, fmt, options, chunk_bytes).read(fh)
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+        except (OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
             raise DataError(f"{label}: cannot read: {exc}") from exc
-    label = name or getattr(source, "name", "<stream>")
+    stream_label = str(name or getattr(source, "name", "<stream>"))
     options = ReadOptions(job, instance if instance is not None else "stream", scrape_time)
-    return _TextReader(str(label), fmt, options, chunk_bytes).read(source)
+    return _TextReader(stream_label, fmt, options, chunk_bytes).read(source)
 
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -122,6 +123,7 @@ def open_binary(path: Path) -> BinaryIO:
     fh = open(path, "rb")
     if fh.read(2) == GZIP_MAGIC:
         fh.close()
+        # GzipFile reads bytes like any BinaryIO, but typeshed does not declare it one
         return gzip.open(path, "rb")  # type: ignore[return-value]
     fh.seek(0)
     return fh
@@ -413,7 +415,7 @@ class _TextReader:
         endpoints = {(k.label("job", ""), k.label("instance", "")) for k in self.table.keys}
         have_up = {(k.label("job", ""), k.label("instance", "")) for k in self.table.keys if k.name == "up"}
         added = []
-        for job, instance in sorted(endpoints - have_up):  # type: ignore[type-var]
+        for job, instance in sorted(endpoints - have_up):
             labels = {"job": job or "", "instance": instance or ""}
             key = SeriesKey("up", tuple(sorted((k, v) for k, v in labels.items() if v)))
             added.append(self.table.series_id(key))
