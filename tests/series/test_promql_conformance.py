@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from pdcensus.series.promql import conformance
 from pdcensus.series.promql.conformance import Verdict, run_directory, run_script, semantics_for, tally
+from pdcensus.series.promql.storage import Storage
+from pdcensus.series.promql.values import QueryResult, ResultSeries, ResultType
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "promql-tests"
 
@@ -55,3 +58,20 @@ def test_native_histogram_data_makes_a_case_unsupported() -> None:
     script = "load 1m\n  h {{schema:0 sum:1 count:1}}x3\n\neval instant at 1m h\n  h 1\n"
     [result] = run_script(script, "nh.test", 3)
     assert result.verdict is Verdict.UNSUPPORTED
+
+
+def test_a_range_mode_answer_with_other_series_is_reported_with_their_labels(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Fault injection: range mode disagrees with instant mode, naming two other series.
+    def other_series(storage: Storage, expr: str, start: float, end: float, step: float,
+                     semantics: int) -> QueryResult:
+        at_ms = int(start * 1000) + 60_000
+        return QueryResult(ResultType.MATRIX, tuple(
+            ResultSeries((("__name__", "metric"), ("x", x)), (at_ms,), (1.0,)) for x in ("b", "a")))
+
+    monkeypatch.setattr(conformance, "range_query", other_series)
+    script = "load 1m\n  metric 1 2 3\n\neval instant at 2m metric\n  metric 3\n"
+    [result] = run_script(script, "range-mode.test", 3)
+    assert result.verdict is Verdict.FAILED
+    assert "range mode returned other series at 120000ms: [{'__name__': 'metric', 'x': 'a'}, " in result.message

@@ -96,7 +96,8 @@ class Recommendation:
     """One knob to turn, with the effect predicted from the census's own ledger and buckets.
 
     ``predicted`` holds the numbers (keys name their units); ``tradeoff`` is a table of
-    rows (one mapping per candidate value) where the knob is a dial.
+    rows (one mapping per candidate value) where the knob is a dial: numbers, plus a text
+    cell where a candidate is named rather than counted (a checkpoint policy).
     """
 
     mechanism: str
@@ -109,7 +110,7 @@ class Recommendation:
     cost: str = ""
     preconditions: tuple[str, ...] = ()
     verification: VerificationPlan | None = None
-    tradeoff: tuple[Mapping[str, float], ...] = ()
+    tradeoff: tuple[Mapping[str, float | str], ...] = ()
     notes: tuple[str, ...] = ()
 
     @property

@@ -179,7 +179,7 @@ def recommend_checkpoints(depths_tokens: Sequence[int], flags: Mapping[str, str]
     knob = get_knob("--checkpoint-policy")
     interval = _int_flag(flags, "--checkpoint-interval") or 4096
     current = flags.get(knob.flag, knob.default or "geometric-backoff")
-    rows = []
+    rows: list[dict[str, float | str]] = []
     for policy in predict.POLICIES:
         for i in (interval, interval // 2, interval // 4):
             rows.append({

@@ -101,10 +101,10 @@ def render(report: CensusReport, console: Console) -> None:
     sh = Table(title=_e(f"Shape: {report.shape.reason} (analysed: {report.shape.analysed})"), title_justify="left")
     for col in ("#", "start (UTC)", "end", "scrapes", "profile", "starts because", "notes"):
         sh.add_column(col, overflow="fold")
-    for s in report.shape.segments:
-        mark = "*" if s.index == report.shape.analysed else ""
-        sh.add_row(f"{s.index}{mark}", _t(s.start), _t(s.end), str(s.scrapes), _e(s.profile), _e(s.reason),
-                   _e("; ".join(s.notes)))
+    for seg in report.shape.segments:
+        mark = "*" if seg.index == report.shape.analysed else ""
+        sh.add_row(f"{seg.index}{mark}", _t(seg.start), _t(seg.end), str(seg.scrapes), _e(seg.profile),
+                   _e(seg.reason), _e("; ".join(seg.notes)))
     console.print(sh)
 
     lg = report.ledger

@@ -72,7 +72,8 @@ class LedgerInputs:
         return not any(q.value in self.unavailable for q in _FOUR)
 
     def column(self, quantity: LedgerQuantity) -> np.ndarray:
-        return getattr(self, quantity.value)  # type: ignore[no-any-return]
+        values: np.ndarray = getattr(self, quantity.value)  # each quantity names an array field
+        return values
 
     def means(self, lo: int = 0, hi: int | None = None) -> LedgerMeans:
         """The ledger over scrape rows ``lo..hi`` (inclusive ends): the phase ratio."""
@@ -144,7 +145,8 @@ def _term_keys(endpoint: Endpoint, term: LedgerTerm) -> tuple[str, list[SeriesKe
             continue
         if term.values is None:
             return name, keys, []
-        chosen, left_out = [], []
+        chosen: list[SeriesKey] = []
+        left_out: list[SeriesKey] = []
         for key in keys:
             raw = key.label(term.label) or ""
             value = raw[len(term.strip_prefix):] if raw.startswith(term.strip_prefix) else raw
@@ -306,7 +308,7 @@ def term_increases(endpoint: Endpoint, rows: np.ndarray, term: LedgerTerm) -> np
         zero[:1] = np.nan  # the first row has no interval
         return zero
     index = {key: i for i, key in enumerate(endpoint.keys)}
-    cols = [index[k] for k in keys]
+    cols = np.asarray([index[k] for k in keys], dtype=np.intp)
     return _row_increase(endpoint.values[np.ix_(rows, cols)], endpoint.present[np.ix_(rows, cols)])
 
 

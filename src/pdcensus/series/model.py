@@ -122,7 +122,8 @@ class Endpoint:
 
     def names(self) -> set[str]:
         """Every sample name this endpoint carries (at least one sample present)."""
-        seen = self.present.any(axis=0) if self.n_scrapes else np.zeros(len(self.keys), bool)
+        # asarray: numpy's stubs type ``any(axis=0)`` as "array or scalar"; with a 2-D mask it is an array
+        seen = np.asarray(self.present.any(axis=0), dtype=bool) if self.n_scrapes else np.zeros(len(self.keys), bool)
         return {key.name for key, ok in zip(self.keys, seen) if ok}
 
     def has(self, key: SeriesKey) -> bool:
@@ -217,9 +218,9 @@ def family_of(sample_name: str, families: Mapping[str, Family]) -> Family | None
             return fam
     for suffix in ("_total", "_bucket", "_count", "_sum", "_created", "_gcount", "_gsum", "_info"):
         if sample_name.endswith(suffix):
-            fam = families.get(sample_name[: -len(suffix)])
-            if fam is not None and suffix in SAMPLE_SUFFIXES[fam.type]:
-                return fam
+            owner = families.get(sample_name[: -len(suffix)])
+            if owner is not None and suffix in SAMPLE_SUFFIXES[owner.type]:
+                return owner
     return None
 
 

@@ -217,6 +217,7 @@ def parse_config(flags: Mapping[str, str], base: EngineConfig | None = None) -> 
         argv[flag] = value
     order = [s.flag for s in FLAGS]
     argv_flags = tuple(sorted(argv.items(), key=lambda kv: order.index(kv[0])))
+    # each value was parsed to its field's type by _parse_value; a dict of mixed fields is typed as object
     config = replace(config, argv_flags=argv_flags, **changes)  # type: ignore[arg-type]
     validate_config(config)
     return config

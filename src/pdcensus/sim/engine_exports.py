@@ -34,8 +34,9 @@ for radiance's names, so that both paths share one assembler.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import cast
 
 from prometheus_client.utils import floatToGoString
 
@@ -145,6 +146,15 @@ _FAMILIES: dict[str, tuple[Family, ...]] = {
 }
 
 
+# prometheus_client.utils carries no annotations; its float formatter is typed here, once
+_FLOAT_TO_GO_STRING = cast("Callable[[float], str]", floatToGoString)
+
+
+def le_label(bound: float) -> str:
+    """A bucket bound as the ``le`` label value prometheus_client writes (``0.5``, ``1e+06``, ``+Inf``)."""
+    return _FLOAT_TO_GO_STRING(bound)
+
+
 def engine_families(profile: str) -> tuple[Family, ...]:
     """The families one engine's ``/metrics`` carries in a simulated recording."""
     return _FAMILIES[profile]
@@ -152,7 +162,7 @@ def engine_families(profile: str) -> tuple[Family, ...]:
 
 def _histogram(name: str, hist: Histogram, labels: dict[str, str]) -> Iterator[tuple[str, dict[str, str], float]]:
     for bound, count in zip((*hist.bounds, float("inf")), hist.cumulative()):
-        yield name + "_bucket", {**labels, "le": floatToGoString(bound)}, count
+        yield name + "_bucket", {**labels, "le": le_label(bound)}, count
     yield name + "_count", labels, hist.count
     yield name + "_sum", labels, hist.total
 

@@ -72,7 +72,7 @@ def stats(engine: Engine, t: float, epoch_offset: float) -> dict[str, Any]:
         }
         for start, n, run in engine.recent_steps
     ]
-    requests = [
+    requests = [  # recent_requests holds mixed values (typed object); arrival_seconds is always a float
         {**r, "arrival_seconds": round(epoch_offset + float(r["arrival_seconds"]), 6)}  # type: ignore[arg-type]
         for r in engine.recent_requests
     ]

@@ -18,12 +18,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
-from prometheus_client.utils import floatToGoString
 
 from pdcensus.series.model import Endpoint, Family, MetricType, Recording, SeriesKey, normalize_labels
 from pdcensus.sim.config import Build
 from pdcensus.sim.engine import Engine
-from pdcensus.sim.engine_exports import ENGINE_PROFILES, engine_families, engine_samples
+from pdcensus.sim.engine_exports import ENGINE_PROFILES, engine_families, engine_samples, le_label
 from pdcensus.sim.metrics_state import Histogram
 
 RADIANCE, VLLM = "radiance", "vllm"
@@ -115,7 +114,7 @@ def family_samples(
     else:
         hist: Histogram = getattr(engine.metrics, spec.source)
         for bound, count in zip((*hist.bounds, float("inf")), hist.cumulative()):
-            yield spec.name + "_bucket", {**labels, "le": floatToGoString(bound)}, count
+            yield spec.name + "_bucket", {**labels, "le": le_label(bound)}, count
         yield spec.name + "_count", labels, hist.count
         yield spec.name + "_sum", labels, hist.total
 

@@ -23,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import count
 from types import TracebackType
+from typing import TypedDict
 
 import msgspec
 
@@ -82,6 +83,16 @@ def queued_metrics(
     n_prefill, sum_prefill, var_prefill = welford(waiting_prompt_lengths)
     n_decode, sum_decode, var_decode = welford(preempted_kv_tokens)
     return QueuedRequestMetrics(n_prefill, sum_prefill, var_prefill, n_decode, sum_decode, var_decode)
+
+
+class _CommonFields(TypedDict):
+    """The fields every dialect's struct shares."""
+
+    worker_id: str
+    dp_rank: int
+    wall_time: float
+    scheduled_requests: ScheduledRequestMetrics
+    queued_requests: QueuedRequestMetrics
 
 
 @dataclass(frozen=True)
@@ -148,7 +159,7 @@ class FpmPublisher:
 
     def metrics_for(self, step: FpmStep) -> AnyForwardPassMetrics:
         """The struct the producer of this dialect would build for the step (counter unset)."""
-        common = {
+        common: _CommonFields = {
             "worker_id": self.worker_id,
             "dp_rank": self.dp_rank,
             "wall_time": step.wall_time_seconds,
@@ -156,10 +167,10 @@ class FpmPublisher:
             "queued_requests": step.queued,
         }
         if self.dialect is FpmDialect.VLLM:
-            return VllmForwardPassMetrics(timing_scope=self.timing_scope, **common)  # type: ignore[arg-type]
+            return VllmForwardPassMetrics(timing_scope=self.timing_scope, **common)
         if self.dialect is FpmDialect.DYNAMO:
-            return ForwardPassMetrics(**common)  # type: ignore[arg-type]
-        return LegacyForwardPassMetrics(**common)  # type: ignore[arg-type]
+            return ForwardPassMetrics(**common)
+        return LegacyForwardPassMetrics(**common)
 
     def send(self, metrics: AnyForwardPassMetrics) -> int:
         """Stamp ``counter_id`` (where the dialect has one) and send; returns the sequence."""

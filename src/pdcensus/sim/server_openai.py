@@ -223,8 +223,8 @@ class Answer:
         if self._token_frame is None:
             frame = self.chunk("\x00", engine_seconds=0.0)
             frame.pop("engine_time_seconds", None)
-            head, tail = json.dumps(frame, separators=(",", ":")).split('"\\u0000"')
-            self._token_frame = (b"data: " + head.encode(), tail[:-1].encode())
+            head_text, tail_text = json.dumps(frame, separators=(",", ":")).split('"\\u0000"')
+            self._token_frame = (b"data: " + head_text.encode(), tail_text[:-1].encode())
         head, tail = self._token_frame
         when = b',"engine_time_seconds":%.6f' % engine_seconds if self.request.return_engine_time else b""
         return head + json.dumps(text).encode() + tail + when + b"}\n\n"

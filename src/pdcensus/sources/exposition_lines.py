@@ -136,6 +136,13 @@ def parse_series_text(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
     return name, labels
 
 
+def _skip_blanks(text: str, pos: int) -> int:
+    """The position after the spaces and tabs that start at ``pos``."""
+    gap = _BLANKS.match(text, pos)
+    assert gap is not None  # ``[ \t]*`` matches the empty string anywhere
+    return gap.end()
+
+
 def parse_sample_line(line: str, openmetrics: bool) -> SampleLine:
     """Parse a whole sample line: series, value, optional timestamp, optional exemplar (OpenMetrics)."""
     name, labels, pos = _parse_series(line, 0)
@@ -160,7 +167,7 @@ def parse_sample_line(line: str, openmetrics: bool) -> SampleLine:
         timestamp = parse_float(token.group(), "timestamp")
         if timestamp != timestamp or timestamp in (float("inf"), float("-inf")):
             raise LineError(f"bad timestamp {quote(token.group())} in {quote(line)}")
-        pos = _BLANKS.match(line, token.end()).end()  # type: ignore[union-attr]
+        pos = _skip_blanks(line, token.end())
     if pos < len(line):
         if openmetrics and line.startswith("# ", pos):
             _check_exemplar(line, pos + 2)
@@ -207,17 +214,17 @@ def _parse_labels(text: str, pos: int, name: str) -> tuple[str, tuple[tuple[str,
     seen: set[str] = set()
     n = len(text)
     while True:
-        pos = _BLANKS.match(text, pos).end()  # type: ignore[union-attr]
+        pos = _skip_blanks(text, pos)
         if pos < n and text[pos] == "}":
             return name, tuple(labels), pos + 1
         match = _LABEL_NAME.match(text, pos)
         if match is None:
             raise LineError(f"expected a label name or '}}' at {quote(text[pos:])} in {quote(text)}")
         label = match.group()
-        pos = _BLANKS.match(text, match.end()).end()  # type: ignore[union-attr]
+        pos = _skip_blanks(text, match.end())
         if not text.startswith("=", pos):
             raise LineError(f"expected '=' after label {label!r} in {quote(text)}")
-        pos = _BLANKS.match(text, pos + 1).end()  # type: ignore[union-attr]
+        pos = _skip_blanks(text, pos + 1)
         if not text.startswith('"', pos):
             raise LineError(f"expected '\"' to open the value of label {label!r} in {quote(text)}")
         value, pos = _scan_label_value(text, pos + 1, label)
@@ -225,7 +232,7 @@ def _parse_labels(text: str, pos: int, name: str) -> tuple[str, tuple[tuple[str,
             raise LineError(f"duplicate label {label!r} in {quote(text)}")
         seen.add(label)
         labels.append((label, value))
-        pos = _BLANKS.match(text, pos).end()  # type: ignore[union-attr]
+        pos = _skip_blanks(text, pos)
         if pos < n and text[pos] == ",":
             pos += 1
             continue

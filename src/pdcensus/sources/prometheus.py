@@ -22,9 +22,9 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Iterable
+from collections.abc import Coroutine, Iterable
 from enum import Enum
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 import promql_parser
@@ -51,6 +51,8 @@ _OPS = (  # MatchOp is not hashable: a list of pairs, not a dict
     (promql_parser.MatchOp.NotRe, "!~"),
 )
 _MAX_SPLIT_DEPTH = 12
+
+ResultT = TypeVar("ResultT")
 
 
 class FetchMode(str, Enum):
@@ -306,7 +308,7 @@ def fetch_recording(base_url: str, **kwargs: Any) -> tuple[Recording, list[str]]
     return _run(fetch_recording_async(base_url, **kwargs))
 
 
-def _run(coro: Any) -> Any:
+def _run(coro: Coroutine[Any, Any, ResultT]) -> ResultT:
     try:
         asyncio.get_running_loop()
     except RuntimeError:

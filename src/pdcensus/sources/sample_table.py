@@ -57,9 +57,10 @@ class SampleTable:
         if not self._series:
             empty = np.empty(0)
             return np.empty(0, np.int32), empty, empty.copy(), np.empty(0, np.int64)
-        out = tuple(np.concatenate(parts) for parts in (self._series, self._values, self._timestamps, self._lines))
-        self._series, self._values, self._timestamps, self._lines = [out[0]], [out[1]], [out[2]], [out[3]]
-        return out  # type: ignore[return-value]
+        series, values, timestamps, lines = (
+            np.concatenate(parts) for parts in (self._series, self._values, self._timestamps, self._lines))
+        self._series, self._values, self._timestamps, self._lines = [series], [values], [timestamps], [lines]
+        return series, values, timestamps, lines
 
     def to_recording(
         self, families: dict[str, Family], *, timestamps_seconds: np.ndarray, forbid_backwards: bool

@@ -128,7 +128,7 @@ def _compare_in_range_mode(storage: Storage, case: Eval, instant: QueryResult, s
     }
     mine = {s.labels: s.values[0] for s in instant.series}
     if mine.keys() != middle.keys():
-        return f"range mode returned other series at {at}ms: {sorted(map(dict, middle))}"
+        return f"range mode returned other series at {at}ms: {[dict(labels) for labels in sorted(middle)]}"
     for labels, value in mine.items():
         if not almost_equal(middle[labels], value, EPSILON):
             return f"range mode gives {middle[labels]} for {dict(labels)}, instant mode {value}"
@@ -144,8 +144,8 @@ def compare(case: Eval, result: QueryResult) -> str:
     if kind is ResultType.SCALAR:
         if case.expected_scalar is None:
             return "got a scalar, expected a vector"
-        got = result.series[0].values[0]
-        return "" if almost_equal(got, case.expected_scalar, EPSILON) else f"scalar {got} != {case.expected_scalar}"
+        scalar = result.series[0].values[0]
+        return "" if almost_equal(scalar, case.expected_scalar, EPSILON) else f"scalar {scalar} != {case.expected_scalar}"
     if case.expected_scalar is not None:
         return f"expected scalar {case.expected_scalar}, got {kind.value}"
     expected = {spec.labels: spec for spec in case.expected}
@@ -155,9 +155,12 @@ def compare(case: Eval, result: QueryResult) -> str:
             return f"unexpected series {dict(labels)}"
     if kind is ResultType.VECTOR:
         return _compare_vector(case, result, expected)
-    if not case.is_range and case.range_vector is None:
+    if case.is_range:
+        start, step = case.start_ms, case.step_ms
+    elif case.range_vector is not None:
+        start, step = case.range_vector[0], case.range_vector[2]
+    else:
         return "got a range vector, expected an instant vector"
-    start, step = (case.start_ms, case.step_ms) if case.is_range else (case.range_vector[0], case.range_vector[2])  # type: ignore[index]
     for labels, spec in expected.items():
         want = [(start + i * step, p.value) for i, p in enumerate(spec.points) if p.kind is not PointKind.OMITTED]
         series = got.get(labels)

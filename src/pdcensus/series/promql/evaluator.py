@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from typing import Literal
 
 import numpy as np
 
@@ -104,18 +105,19 @@ class Evaluator:
         end = self._reference_ms(node.selector, ts)
         start = end - node.range_ms
         out: list[RangeSeries] = []
-        left_side = "right" if self.semantics >= 3 else "left"  # (start, end] vs [start, end]
+        # (start, end] in 3.x, [start, end] in 2.x
+        left_side: Literal["left", "right"] = "right" if self.semantics >= 3 else "left"
         for series in self._series(node.selector):
             lo = int(np.searchsorted(series.timestamps_ms, start, side=left_side))
             hi = int(np.searchsorted(series.timestamps_ms, end, side="right"))
             if hi <= lo:
                 continue
-            ts, values, stale = series.timestamps_ms[lo:hi], series.values[lo:hi], series.stale[lo:hi]
+            kept_ms, values, stale = series.timestamps_ms[lo:hi], series.values[lo:hi], series.stale[lo:hi]
             if stale.any():
-                ts, values = ts[~stale], values[~stale]
-                if len(ts) == 0:
+                kept_ms, values = kept_ms[~stale], values[~stale]
+                if len(kept_ms) == 0:
                     continue
-            out.append(RangeSeries(series.labels, ts, values))
+            out.append(RangeSeries(series.labels, kept_ms, values))
         return Matrix(tuple(out)), start, end
 
     # -- expressions -------------------------------------------------------------------
@@ -195,8 +197,9 @@ class Evaluator:
             numbers.sort(key=lambda s: s.value, reverse=name == "sort_desc")
             return numbers + [s for s in vector if math.isnan(s.value)]
         if name == "label_replace":
-            texts = [_string(a) for a in args[1:]]
-            return _unique(label_functions.label_replace(vector, *texts, semantics=self.semantics))
+            dst, replacement, src, regex = (_string(a) for a in args[1:])  # the plan checked: exactly 5 args
+            return _unique(label_functions.label_replace(vector, dst, replacement, src, regex,
+                                                         semantics=self.semantics))
         if name == "label_join":
             texts = [_string(a) for a in args[1:]]
             return _unique(label_functions.label_join(vector, texts[0], texts[1], texts[2:]))

@@ -234,7 +234,8 @@ def _binary(node: Any, functions: frozenset[str]) -> BinaryNode:
     if fill is not None and (fill.lhs is not None or fill.rhs is not None):
         raise UnsupportedQueryError("unsupported PromQL construct 'fill' in vector matching")
     card = _CARDS[str(mod.card).split(".")[-1]]
-    on, labels = False, ()
+    on = False
+    labels: tuple[str, ...] = ()
     if mod.matching is not None:
         on = "Include" in str(mod.matching.type)
         labels = tuple(str(x) for x in mod.matching.labels)

@@ -279,7 +279,8 @@ def _parse_eval(line: str, block: list[str], line_no: int) -> Eval:
                 found = _RANGE_VECTOR.match(entry)
                 if not found:
                     raise ValueError(f"bad expect line {entry!r}")
-                cmd.range_vector = tuple(parse_duration_ms(x) for x in found.groups())  # type: ignore[assignment]
+                start_ms, end_ms, step_ms = (parse_duration_ms(x) for x in found.groups())
+                cmd.range_vector = (start_ms, end_ms, step_ms)
             continue
         if words[0].startswith("expected_fail_"):
             cmd.expect_fail = True
