@@ -61,6 +61,16 @@ def test_an_unprovable_shape_is_not_ranked():
     assert not rep.shape.proven
 
 
+def test_a_recording_without_a_running_gauge_is_inconclusive_not_a_crash():
+    rec = synth_recording(Synth(mechanism="sharing", seed=1))
+    ep = rec.endpoints[0]
+    ep.present[:, [i for i, k in enumerate(ep.keys) if k.name == "vllm:num_requests_running"]] = False
+    rep = census(rec)
+    assert rep.verdict.mechanism == Mechanism.INCONCLUSIVE
+    assert rep.timeline.running == ()
+    assert any("decoders running" in e.text and not e.satisfied for e in rep.verdict.evidence)
+
+
 def test_plain_vllm_metric_sets_rank_from_counters_at_lower_confidence():
     rep = census(synth_recording(Synth(mechanism="sharing", profile="vllm", seed=3)))
     assert rep.profile.startswith("vllm")

@@ -52,7 +52,7 @@ class BucketAssignment:
 
     @property
     def idle(self) -> np.ndarray:
-        return self.index == 0
+        return np.asarray(self.index == 0)  # asarray: numpy's stubs type ndarray ``==`` as Any
 
     @property
     def busy(self) -> np.ndarray:

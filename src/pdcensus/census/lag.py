@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 
 from pdcensus.census.bootstrap import interval, weighted_ratio
 from pdcensus.census.model import LagPoint, LagResult
@@ -52,7 +53,7 @@ class History:
 def busy_within(times: np.ndarray, busy: np.ndarray, start_seconds: float, end_seconds: float) -> np.ndarray:
     """True where some busy scrape lies in ``[t - end_seconds, t - start_seconds]``."""
     t = np.asarray(times, dtype=np.float64)
-    cum = np.concatenate([[0], np.cumsum(np.asarray(busy, dtype=np.int64))])
+    cum: npt.NDArray[np.int64] = np.concatenate([[0], np.cumsum(np.asarray(busy, dtype=np.int64))])
     hi = np.searchsorted(t, t - start_seconds, side="right")
     lo = np.searchsorted(t, t - end_seconds, side="left")
     return (cum[hi] - cum[lo]) > 0

@@ -12,8 +12,11 @@ reference decode-only step ``d0``: the most common decode-only step of the shape
 (its half-sample mode). The mean decode-only step of quiet intervals (no heavy prefill
 at the scrape or in the interval) against ``d0`` is the "inflated after prefill" test:
 a residency tail spreads minutes of slow steps above the mode, flat sharing does not.
-There is no adjustment for batch size: an eviction slows decoders, requests pile up
-and ``running`` rises, so a per-row fit would explain the eviction away.
+There is no adjustment of d0 for batch size: an eviction slows decoders, requests pile up
+and ``running`` rises, so a per-row fit would explain the eviction away. Instead
+:func:`batch_step_bound` says how long a step batch growth alone could explain (the fastest
+steps seen at that batch or larger), and the verdict names eviction only if the inflation
+outgrows that bound too.
 
 - step-time sharing: chunk time beyond what the same steps would take decode-only,
   ``chunk_seconds - chunk_steps x decode_step``;
@@ -60,6 +63,8 @@ class LedgerExcess:
     decode_steps: np.ndarray  # d(steps_decode), 0 where invalid
     reference_step_seconds: np.ndarray  # d0 per row (NaN without a reference)
     chunk_steps: np.ndarray  # d(steps - steps_decode), 0 where invalid
+    # per row, the longest decode-only step batch growth alone could explain (batch_step_bound)
+    batch_step_bound: np.ndarray | None = None
 
 
 def _ratio(num: np.ndarray, den: np.ndarray, sel: np.ndarray) -> float:
@@ -106,6 +111,34 @@ def _reference(dstep: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, str] | N
     return np.full(dstep.shape, mode), f"half-sample mode of {int(ok.sum())}"
 
 
+def batch_step_bound(dstep: np.ndarray, batch: np.ndarray, d0: np.ndarray, valid: np.ndarray) -> np.ndarray | None:
+    """Per row, the longest decode-only step that batch growth alone could explain.
+
+    Every engine's decode-only step grows with the rows in it, and after a long prompt the
+    requests queued behind it are admitted at once: a longer step after prefill may be nothing
+    but a bigger batch. But the undisturbed step is a non-decreasing function of the batch, and
+    residency only ever adds to it, so a step at batch B can be explained by the batch only up
+    to the fastest steps the endpoint ran at batches >= B: the bound is the 10th percentile of
+    the decode-only step over intervals whose batch (mean running over the interval) is at
+    least 0.95 B, never below d0. Time beyond it is residency whatever the engine's per-row
+    cost. (No per-row line is fitted: an eviction piles requests up too, and a fit through its
+    slow, crowded intervals would explain the eviction away.) None with fewer than
+    ``MIN_REFERENCE_INTERVALS`` intervals to read.
+    """
+    ok = valid & np.isfinite(dstep) & np.isfinite(batch) & np.isfinite(d0)
+    if ok.sum() < MIN_REFERENCE_INTERVALS:
+        return None
+    b, d = batch[ok], dstep[ok]
+    order = np.argsort(b)
+    b, d = b[order], d[order]
+    bound = np.full(batch.shape, np.nan)
+    for i in np.flatnonzero(np.isfinite(batch)):
+        above = d[np.searchsorted(b, 0.95 * batch[i], side="left"):]
+        if above.size:
+            bound[i] = np.quantile(above, 0.1)
+    return np.where(np.isfinite(bound), np.fmax(bound, d0), d0)
+
+
 def step_ledger(
     signals: ShapeSignals,
     assignment: BucketAssignment,
@@ -147,6 +180,8 @@ def step_ledger(
     else:
         d0, how = ref
         reference = f"{reference}; {how}"
+    batch = 0.5 * (running + np.concatenate([running[:1], running[:-1]]))  # mean over the interval
+    bound = batch_step_bound(dstep, batch, d0, valid) if ref is not None else None
     busy_v, tail_v = hist.heavy & valid, hist.tail & valid
     base = _ratio(d0 * steps_d, steps_d, valid & np.isfinite(d0))
     during = _div(_ratio(secs_d, steps_d, busy_v), _ratio(d0 * steps_d, steps_d, busy_v)) if ref else float("nan")
@@ -159,7 +194,10 @@ def step_ledger(
                      float(np.nansum(cn[valid & (assignment.index == b)])) if counted else float("nan"))
         for b, label in enumerate(assignment.labels)
     )
-    fill = lambda a: tuple(float(x) for x in np.where(valid, a, np.nan))  # noqa: E731
+
+    def fill(column: np.ndarray) -> tuple[float, ...]:
+        return tuple(float(x) for x in np.where(valid, column, np.nan))
+
     timeline = LedgerTimeline(tuple(float(t) for t in signals.times), fill(dstep), fill(cstep), fill(held),
                               fill(chunk_share))
     total_steps = float(np.nansum(steps[valid])) if counted else float("nan")
@@ -184,4 +222,4 @@ def step_ledger(
     residency = np.clip(residency, -dt, dt)
     return result, LedgerExcess(np.where(valid, sharing, np.nan), np.where(valid, residency, np.nan), valid,
                                 np.where(valid, np.nan_to_num(secs_d), 0.0), np.where(valid, np.nan_to_num(steps_d), 0.0),
-                                d0, np.where(valid, np.nan_to_num(cn), 0.0))
+                                d0, np.where(valid, np.nan_to_num(cn), 0.0), bound)

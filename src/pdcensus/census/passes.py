@@ -96,7 +96,8 @@ def runbook_passes(
                                   "neither ruled in nor out")
         else:
             lag_pass = PassRecord("lag", lag.available, 1.0, f"{lag.reason}; the ledger's decode-only step "
-                                  "after prefill stands in for the tail test")
+                                  "after prefill stands in for the tail test (an eviction read from it alone "
+                                  "is a leaning: confidence capped below 0.7)")
     if ttft.available:
         ttft_pass = PassRecord("ttft", True, 1.0, f"{ttft.family}: {ttft.reason}")
     else:

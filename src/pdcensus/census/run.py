@@ -14,7 +14,13 @@ import numpy as np
 
 from pdcensus.census import bootstrap
 from pdcensus.census.bootstrap import interval, weighted_ratio
-from pdcensus.census.buckets import BucketAssignment, assign_buckets, bucket_table, per_stream_rate
+from pdcensus.census.buckets import (
+    IDLE_FLOOR_TOKENS_PER_SECOND,
+    BucketAssignment,
+    assign_buckets,
+    bucket_table,
+    per_stream_rate,
+)
 from pdcensus.census.lag import History, history, lag_test
 from pdcensus.census.ledger import LedgerExcess, step_ledger
 from pdcensus.census.model import CensusReport, LossShares, PreemptionResult, Timeline
@@ -103,7 +109,8 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     p = per_stream_rate(decode, running)
     dt = np.nan_to_num(s.interval_seconds, nan=scrape_interval if np.isfinite(scrape_interval) else 0.0)
     valid = np.isfinite(p)
-    wdec = np.where(valid, np.nan_to_num(running) * dt, 0.0)
+    # decode weight = streams x seconds; without a running gauge no scrape has a per-stream rate
+    wdec = np.where(valid, np.nan_to_num(running) * dt, 0.0) if running is not None else np.zeros_like(dt)
     hist = history(s.times, _heavy(s, a), scrape_interval)
     W = bootstrap.weights(s.n, bootstrap.block_length(hist.heavy.astype(float)), options.replicates)
 
@@ -159,7 +166,7 @@ def _verdict_inputs(proven: bool, shape_reason: str, s: ShapeSignals, a: BucketA
         tail_loss = ((W @ (wdec * tail)) - (W @ (wdec * pz * tail)) / p_clean) / total
     if not np.isfinite(tail_effect[0]):
         tail_loss = np.full(W.shape[0], np.nan)
-    sharing = residency = during = after = None
+    sharing = residency = during = after = after_bounded = None
     if excess is not None:
         r = np.nan_to_num(running) if running is not None else np.zeros(s.n)
         lv = excess.valid & (r > 0)
@@ -172,6 +179,12 @@ def _verdict_inputs(proven: bool, shape_reason: str, s: ShapeSignals, a: BucketA
             after = weighted_ratio(W, excess.decode_seconds * hist.quiet, d0s * hist.quiet)
             if (excess.decode_steps * hist.quiet).sum() <= 0:
                 after = None
+            if excess.batch_step_bound is not None and (excess.decode_steps * hist.quiet).sum() > 0:
+                # the same test counting only decode-only time beyond the longest step a bigger
+                # batch alone could explain (fast intervals at a big batch offset nothing)
+                allowed = np.nan_to_num(excess.batch_step_bound) * excess.decode_steps
+                beyond = np.clip(excess.decode_seconds - allowed, 0.0, None)
+                after_bounded = weighted_ratio(W, (d0s + beyond) * hist.quiet, d0s * hist.quiet)
     aligned = bool((np.isfinite(preemption.decode_dip) and preemption.decode_dip <= BURST_DIP)
                    or (np.isfinite(preemption.prefill_spike) and preemption.prefill_spike >= BURST_SPIKE))
     return VerdictInputs(
@@ -183,7 +196,25 @@ def _verdict_inputs(proven: bool, shape_reason: str, s: ShapeSignals, a: BucketA
         preemption_counted=s.increase(Signal.PREEMPTIONS) is not None, saturated_share=_saturated_share(s, running),
         collapse=collapse, lag0_effect=lag0, sharing=sharing, residency=residency, inflation_during=during,
         inflation_after=after, tail_effect=tail_effect, tail_loss=tail_loss, preemption=ploss.share,
-        preemption_basis=ploss.basis, bursts=len(preemption.bursts), burst_aligned=aligned)
+        preemption_basis=ploss.basis, bursts=len(preemption.bursts), burst_aligned=aligned,
+        inflation_after_batch_bounded=after_bounded, tail_batch_ratio=_batch_ratio(running, tail, clean),
+        baseline_prefill_free_share=float((s.prefill_tokens_per_second[idle] <= IDLE_FLOOR_TOKENS_PER_SECOND).mean())
+        if idle.any() and s.prefill_tokens_per_second is not None else 1.0,
+        preemption_lower_bound=ploss.basis.startswith("decode deficit"))
+
+
+def _batch_ratio(running: np.ndarray | None, tail: np.ndarray, clean: np.ndarray) -> float:
+    """max(1, median batch of the lagged-tail scrapes / of the clean ones).
+
+    Per-stream rate falls with the batch on every engine, at most in proportion to it (a step
+    has a fixed part >= 0), and the requests queued behind a long prompt are admitted together
+    after it: a tail is residency only if it is deeper than this ratio explains.
+    """
+    if running is None or not tail.any() or not clean.any():
+        return 1.0
+    r = np.nan_to_num(running)
+    ref = float(np.median(r[clean]))
+    return max(1.0, float(np.median(r[tail])) / ref) if ref > 0 else 1.0
 
 
 def _saturated_share(s: ShapeSignals, running: np.ndarray | None) -> float:

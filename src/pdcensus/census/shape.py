@@ -89,13 +89,17 @@ def split_shapes(endpoint: Endpoint, families: dict[str, Family]) -> ShapeSplit:
     ps_names = _process_start_names()
     ps_cols = [i for i, k in enumerate(endpoint.keys) if k.name in ps_names]
 
-    cvals = endpoint.values[np.ix_(rows, counter_cols)]
-    cpres = endpoint.present[np.ix_(rows, counter_cols)]
-    decreased = counter_decreases(cvals, cpres).any(axis=1) if counter_cols else np.zeros(rows.size, bool)
+    counter_index = np.asarray(counter_cols, dtype=np.intp)
+    cvals = endpoint.values[np.ix_(rows, counter_index)]
+    cpres = endpoint.present[np.ix_(rows, counter_index)]
+    # asarray: numpy's stubs type ``any(axis=1)`` as "array or scalar"; on 2-D input it is an array
+    decreased = (np.asarray(counter_decreases(cvals, cpres).any(axis=1)) if counter_cols
+                 else np.zeros(rows.size, bool))
     ps_changed = np.zeros(rows.size, bool)
     if ps_cols:
-        pv = endpoint.values[np.ix_(rows, ps_cols)]
-        pp = endpoint.present[np.ix_(rows, ps_cols)]
+        ps_index = np.asarray(ps_cols, dtype=np.intp)
+        pv = endpoint.values[np.ix_(rows, ps_index)]
+        pp = endpoint.present[np.ix_(rows, ps_index)]
         prev = previous_present_index(pp)
         prev_v = np.take_along_axis(pv, np.maximum(prev, 0), axis=0)
         ps_changed = (pp & (prev >= 0) & (np.abs(pv - prev_v) > 0.5)).any(axis=1)

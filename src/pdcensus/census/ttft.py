@@ -39,7 +39,7 @@ def histogram_quantile(q: float, upper_bounds: np.ndarray, cumulative_counts: np
         return float("nan")
     order = np.argsort(bounds, kind="stable")
     bounds, counts = bounds[order], np.maximum.accumulate(counts[order])
-    total = counts[-1]
+    total = float(counts[-1])
     if total <= 0:
         return float("nan")
     rank = q * total
