@@ -10,8 +10,10 @@ prefill's step-time sharing.
 
 Lost decoder time: where the engine exports the preempted depth, stalled
 sequence-seconds are its time integral (Little's law: an instant gauge sampled at
-regular scrapes estimates the integral without bias); elsewhere, the decode deficit at
-burst scrapes against the same-bucket baseline. When bursts cover most of the window, or
+regular scrapes estimates the integral without bias); elsewhere, the larger of the decode
+deficit at burst scrapes against the same-bucket baseline and the waiting queue's excess
+after each burst (preempted sequences re-queue, usually for longer than a scrape, which the
+deficit alone misses). When bursts cover most of the window, or
 most of their decoder time has no same-bucket baseline outside them, that deficit cannot be
 measured: the share is NaN (unmeasurable), never a silent zero.
 """
@@ -69,6 +71,31 @@ def _nan_mean(values: np.ndarray) -> float:
     return float(np.nanmean(values)) if (~np.isnan(values)).any() else float("nan")
 
 
+def _queued_excess(waiting: np.ndarray | None, in_burst: np.ndarray,
+                   bursts_rows: list[tuple[int, int]]) -> np.ndarray | None:
+    """Per row: preempted sequences still queued, read from the waiting gauge (None: no gauge).
+
+    A preempted sequence goes back to the waiting queue (vLLM, radiance) until KV frees up,
+    often for longer than a scrape, so the decode deficit at burst scrapes misses most of
+    its stall. Without a preempted-depth gauge, the queue's excess over its own median
+    outside bursts, from each burst's start until the queue falls back to that median,
+    integrates the stall as the depth gauge would (Little's law). New arrivals queued by the
+    same load are in the median; only the excess counts.
+    """
+    if waiting is None or not bursts_rows or not np.isfinite(waiting).any():
+        return None
+    q = np.nan_to_num(waiting)
+    outside = np.isfinite(waiting) & ~in_burst
+    base = float(np.median(q[outside])) if outside.any() else 0.0
+    excess = np.zeros(q.size)
+    for a, _ in bursts_rows:
+        r = a
+        while r < q.size and q[r] > base:
+            excess[r] = q[r] - base
+            r += 1
+    return excess
+
+
 def preemption_bursts(
     times: np.ndarray,
     increases: np.ndarray | None,
@@ -80,6 +107,7 @@ def preemption_bursts(
     interval_seconds: np.ndarray,
     w: np.ndarray,
     counter_name: str,
+    waiting: np.ndarray | None = None,
 ) -> tuple[PreemptionResult, PreemptionLoss]:
     """Bursts, their alignment with decode dips and prefill spikes, and the lost time."""
     zero = PreemptionLoss(np.zeros(w.shape[0]), "no preemption counter")
@@ -117,6 +145,13 @@ def preemption_bursts(
             deficit = np.where(in_burst & (expected > 0), np.clip(1 - decode / expected, 0, 1), 0.0)
         share = weighted_ratio(w, np.nan_to_num(deficit) * run * dt, run * dt)
         basis = "decode deficit at burst scrapes vs non-burst scrapes of the same prefill bucket"
+        queued = _queued_excess(waiting, in_burst, bursts_rows)
+        if queued is not None:
+            q_share = weighted_ratio(w, queued * dt, (run + queued) * dt)
+            if np.isfinite(q_share[0]) and q_share[0] > share[0]:
+                share = np.fmax(share, q_share)
+                basis = ("time integral of the waiting queue's excess over its own non-burst median, from each "
+                         "burst until the queue is back at that median (preempted sequences re-queue)")
         burst_time = float((run * dt)[in_burst].sum())
         covered = float((run * dt)[in_burst & np.isfinite(expected) & (expected > 0)].sum())
         too_wide = in_burst.mean() > MAX_BURST_COVERAGE

@@ -118,7 +118,8 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     lag, tail_effect = lag_test(s.times, p, wdec, a.busy, a.idle, hist, scrape_interval, W)
     pre_name = det.profile.name_of(Signal.PREEMPTIONS) or "preemptions counter"
     preemption, ploss = preemption_bursts(s.times, s.increase(Signal.PREEMPTIONS), decode, prefill, a,
-                                          s.gauge(Signal.PREEMPTED_DEPTH), running, s.interval_seconds, W, pre_name)
+                                          s.gauge(Signal.PREEMPTED_DEPTH), running, s.interval_seconds, W, pre_name,
+                                          waiting=s.gauge(Signal.WAITING))
     ttft_hist = s.histograms.get(Signal.TTFT)
     basis = ("counter increase / interval (interval means, not same-scrape gauges)" if s.rates_from_counters
              else "same-scrape gauges")
@@ -200,7 +201,8 @@ def _verdict_inputs(proven: bool, shape_reason: str, s: ShapeSignals, a: BucketA
         inflation_after_batch_bounded=after_bounded, tail_batch_ratio=_batch_ratio(running, tail, clean),
         baseline_prefill_free_share=float((s.prefill_tokens_per_second[idle] <= IDLE_FLOOR_TOKENS_PER_SECOND).mean())
         if idle.any() and s.prefill_tokens_per_second is not None else 1.0,
-        preemption_lower_bound=ploss.basis.startswith("decode deficit"))
+        preemption_lower_bound=ploss.basis.startswith("decode deficit"),
+        preemption_from_queue=ploss.basis.startswith("time integral of the waiting"))
 
 
 def _batch_ratio(running: np.ndarray | None, tail: np.ndarray, clean: np.ndarray) -> float:
