@@ -10,6 +10,10 @@ window's bucket edges. Two predictions are reported:
 - *bucket*: the busy bucket's mix of back-to-back chunk steps and decode-only stretches,
   calibrated on the measured N = 0 rate (:func:`pdcensus.advice.predict.busy_bucket_rate`).
 
+TTFT: the bare stretch ``(C+N*D)/C`` (a lower bound) and the queueing prediction
+(:func:`pdcensus.advice.predict.queued_ttft_ratio`, M/M/1 on the ledger's prefill load)
+against the observed busy-bucket TTFT p90 ratio.
+
 Usage: ``.venv/bin/python bench/interleave_prediction.py [--duration 7200] [--seeds 1 2] [--max-n 4]``
 """
 
@@ -32,7 +36,8 @@ def main() -> None:
     parser.add_argument("--scenario", default="step-time-sharing")
     args = parser.parse_args()
     started = time.perf_counter()
-    rows: dict[int, list[tuple[float, float, float, float, float]]] = {}
+    load_seen: dict[int, list[float]] = {}
+    rows: dict[int, list[tuple[float, float, float, float, float, float]]] = {}
     for seed in args.seeds:
         runs = {n: simulate(args.scenario, duration_seconds=args.duration, seed=seed,
                             overrides={"--prefill-interleave": str(n)}).recording
@@ -43,22 +48,28 @@ def main() -> None:
             pair = bucket_pair(before.signals, after.signals)
             numbers = {**_pooled(pair)}
             predicted, observed = interleave_prediction(str(n), before, numbers)
+            load_seen.setdefault(n, []).append(predicted["prefill_load"])
             formula = predict.interleave_rate(n, predicted["chunk_step_seconds"], predicted["decode_step_seconds"])
             rows.setdefault(n, []).append((
                 formula, predicted["busy_per_stream_tokens_per_second"],
-                observed["busy_per_stream_tokens_per_second"], predicted["ttft_stretch"], observed["ttft_p90_ratio"]))
+                observed["busy_per_stream_tokens_per_second"], predicted["ttft_stretch"], observed["ttft_p90_ratio"],
+                predicted["ttft_p90_ratio_queueing"]))
     print(f"scenario {args.scenario}, {args.duration:.0f} s per run, seeds {args.seeds}, "
           f"{time.perf_counter() - started:.0f} s wall")
     print("| N | formula tok/s | bucket prediction tok/s | observed busy tok/s | formula error | bucket error "
-          "| predicted TTFT stretch | observed TTFT p90 ratio |")
-    print("|---|---|---|---|---|---|---|---|")
+          "| predicted TTFT stretch | queueing TTFT p90 ratio | observed TTFT p90 ratio | stretch error "
+          "| queueing error | prefill load |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    loads = {n: statistics.fmean(v) for n, v in load_seen.items()}
     for n, values in sorted(rows.items()):
-        f, b, o, s, t = (statistics.fmean(v[i] for v in values) for i in range(5))
+        f, b, o, s, t, q = (statistics.fmean(v[i] for v in values) for i in range(6))
+        s_err = statistics.fmean(v[3] / v[4] - 1 for v in values)
+        q_err = statistics.fmean(v[5] / v[4] - 1 for v in values)
         f_err = statistics.fmean(v[0] / v[2] - 1 for v in values)
         b_err = statistics.fmean(v[1] / v[2] - 1 for v in values)
         worst = max(abs(v[1] / v[2] - 1) for v in values)
         print(f"| {n} | {f:.1f} | {b:.1f} | {o:.1f} | {f_err:+.0%} | {b_err:+.1%} (worst seed {worst:.1%}) "
-              f"| x{s:.2f} | x{t:.2f} |")
+              f"| x{s:.2f} | x{q:.2f} | x{t:.2f} | {s_err:+.0%} | {q_err:+.0%} | {loads[n]:.2f} |")
 
 
 def _pooled(pair) -> dict[str, float]:  # type: ignore[no-untyped-def]

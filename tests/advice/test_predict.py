@@ -96,3 +96,27 @@ def test_a_smaller_chunk_costs_more_seconds_per_prompt_token() -> None:
     expected = ((DECODE + (CHUNK - DECODE) / 2) / 2048) / (CHUNK / 4096)
     assert ratio == pytest.approx(expected) and ratio > 1
     assert math.isclose(predict.prefill_cost_ratio(4096, 4096, CHUNK, DECODE), 1.0)
+
+
+def test_queued_ttft_ratio_is_the_stretch_times_the_mm1_waiting_factor() -> None:
+    c, d, load = 0.6, 0.015, 0.3
+    stretch = (c + 2 * d) / c
+    expected = stretch * (1 - load) / (1 - load * stretch)
+    assert predict.queued_ttft_ratio(2, 0, load, c, d) == pytest.approx(expected)
+    assert predict.queued_ttft_ratio(2, 0, load, c, d) > stretch  # never below the bare stretch
+
+
+def test_queued_ttft_ratio_is_one_at_the_current_n_and_relative_to_it() -> None:
+    c, d, load = 0.6, 0.015, 0.4
+    assert predict.queued_ttft_ratio(3, 3, load, c, d) == pytest.approx(1.0)
+    assert predict.queued_ttft_ratio(1, 3, load, c, d) < 1.0
+
+
+def test_queued_ttft_ratio_is_unbounded_once_the_stretched_load_reaches_one() -> None:
+    assert math.isinf(predict.queued_ttft_ratio(4, 0, 0.9, 0.1, 0.01))
+
+
+@pytest.mark.parametrize("load", [pytest.param(math.nan, id="nan"), pytest.param(-0.1, id="negative"),
+                                  pytest.param(1.0, id="saturated-now")])
+def test_queued_ttft_ratio_is_nan_without_a_usable_load(load: float) -> None:
+    assert math.isnan(predict.queued_ttft_ratio(1, 0, load, 0.6, 0.015))

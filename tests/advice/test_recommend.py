@@ -96,3 +96,15 @@ def test_checkpoint_advice_shows_a_shorter_interval_does_not_help_geometric_back
     assert rec.predicted["mean_replay_tokens_keep_all"] < 4096 < now
     expected = sum(predict.replay_tokens("geometric-backoff", d, 4096, diverged=True) for d in depths) / 3
     assert now == pytest.approx(expected)
+
+
+def test_the_tradeoff_rows_carry_a_queueing_ttft_p90_beside_the_at_least_figure(sharing: CensusReport) -> None:
+    (rec,) = recommend(sharing, {}, target_decode_share=0.5)
+    c, d = sharing.ledger.chunk_step_seconds, sharing.ledger.decode_step_seconds
+    load = sharing.ledger.chunk_share_of_step_time
+    for row in rec.tradeoff:
+        n = int(row["interleave"])
+        at_least, queueing = float(row["prompt_ttft_p90_seconds_at_least"]), float(row["busy_ttft_p90_seconds_queueing"])
+        assert queueing == pytest.approx(at_least * predict.queued_ttft_ratio(n, 0, load, c, d)
+                                         / ((c + n * d) / c)) or queueing == float("inf")
+        assert queueing >= at_least

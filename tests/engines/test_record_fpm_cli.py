@@ -67,6 +67,10 @@ def test_record_fpm_stores_a_live_publishers_steps_and_their_ledger(
                      "not both", id="urls-and-fpm"),
         pytest.param(["record", "--out", "o.jsonl"], "nothing to record", id="neither"),
         pytest.param(["record", "--fpm", "127.0.0.1:9"], "--out is required", id="no-out"),
+        pytest.param(["record", "--fpm", "127.0.0.1:9", "--out", "o.jsonl", "--interval", "15s"],
+                     "no scrape interval", id="fpm-with-interval"),
+        pytest.param(["record", "--fpm", "127.0.0.1:9", "--out", "o.jsonl", "--job", "X"],
+                     "no job label", id="fpm-with-job"),
     ],
 )
 def test_bad_record_input_is_one_error_line_and_exit_2(

@@ -12,8 +12,10 @@ import httpx
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
+from pdcensus.series.profiles import detect_profile
 from pdcensus.sim.run import simulate
 from pdcensus.sim.server_process import ServeProcess
+from pdcensus.sources.textformat import parse_scrape
 
 MODEL = "radiance/hybrid-moe-a3b"
 
@@ -81,6 +83,22 @@ def test_client_requests_join_the_scenarios_own_traffic(busy_server: ServeProces
     assert "client" in kinds and kinds - {"client"}
 
 
+def test_created_is_wall_clock_unix_seconds_not_the_engines_clock_at_speed_20(busy_server: ServeProcess) -> None:
+    time.sleep(1.0)  # at 20x the engine clock is now well ahead of the wall clock's elapsed time
+    before = time.time()
+    done = httpx.post(busy_server.url + "/v1/completions", timeout=30,
+                      json={"model": MODEL, "prompt": "hi", "max_tokens": 2}).json()
+    chat = httpx.post(busy_server.url + "/v1/chat/completions", timeout=30,
+                      json={"model": MODEL, "max_tokens": 2, "messages": [{"role": "user", "content": "hi"}]}).json()
+    models = httpx.get(busy_server.url + "/v1/models", timeout=10).json()
+    after = time.time()
+    engine_seconds = httpx.get(busy_server.url + "/stats", timeout=10).json()["live"]["engine_seconds"]
+    assert engine_seconds > 10 * (after - before)  # the engine's clock does run ahead
+    for created in (done["created"], chat["created"]):
+        assert int(before) <= created <= after, (created, before, after)
+    assert models["data"][0]["created"] <= int(after)
+
+
 def test_the_boot_ledger_is_printed_at_start_with_the_real_port(busy_server: ServeProcess) -> None:
     port = busy_server.url.rsplit(":", 1)[1]
     log = busy_server.log_text()
@@ -113,3 +131,21 @@ def test_a_port_in_use_is_refused_with_a_usage_error() -> None:
         port = taken.getsockname()[1]
         done = run_cli("serve", "idle", "--port", str(port))
     assert done.returncode == 2 and f"cannot listen on 127.0.0.1:{port}" in done.stderr
+
+
+@pytest.mark.parametrize("profile", [pytest.param("sglang", id="sglang"), pytest.param("tgi", id="tgi")])
+def test_serve_with_another_engines_profile_scrapes_as_that_engine(profile: str) -> None:
+    with ServeProcess("step-time-sharing", speed=20, extra_args=["--profile", profile]) as server:
+        httpx.post(server.url + "/v1/completions", timeout=30, json={"model": MODEL, "prompt": "hi", "max_tokens": 4})
+        time.sleep(0.5)
+        response = httpx.get(server.url + "/metrics", timeout=10)
+    assert response.headers["content-type"].startswith("text/plain; version=0.0.4")
+    recording = parse_scrape(response.text, scrape_time=time.time())
+    names = {k.name for e in recording.endpoints for k in e.keys}
+    detection = detect_profile(names)
+    assert detection is not None and detection.profile.name == profile, (detection, sorted(names)[:10])
+    offline = simulate("step-time-sharing", duration_seconds=60, profile=profile).recording
+    served = {s.name for f in text_string_to_metric_families(response.text) for s in f.samples}
+    recorded = {k.name for k in offline.endpoints[0].keys if k.name != "up"}
+    assert served == recorded
+    assert all(not n.startswith(("radiance:", "vllm:")) for n in served)

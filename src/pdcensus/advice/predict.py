@@ -15,6 +15,13 @@
   stretches; the measured busy per-stream rate gives the mix, and under N the
   back-to-back stretches last ``1 + N*D/C`` times longer while the rest is unchanged
   (:func:`busy_bucket_rate`). With no decode-only stretch this is the formula above.
+- queued TTFT (:func:`queued_ttft_ratio`): prefill is a single server whose utilisation is
+  the share of step time chunk steps take (``rho``, from the ledger); N stretches each chunk
+  step by ``s = (C + N*D)/C``, so ``rho' = rho * s``. A request's TTFT is its wait behind
+  earlier prefills plus its own; in an M/M/1 queue that sojourn time is exponential with mean
+  ``S / (1 - rho)``, so every quantile (p90 included) scales by ``s * (1 - rho) / (1 - rho')``,
+  and without bound once ``rho' >= 1``. The model ignores batching of prefills and bursty
+  arrivals; the bare stretch ``s`` stays beside it as the lower bound.
 - the chunk step as a line in its tokens: ``C(t) = D + (C - D) * t / t0``, so a smaller
   step budget costs ``C(t) / t`` seconds per prompt token against ``C(t0) / t0``.
 """
@@ -95,6 +102,27 @@ def busy_bucket_rate(interleave: int, saturated: float, chunk_step_seconds: floa
     growth = 1.0 + interleave * decode_step_seconds / chunk_step_seconds
     share = saturated * growth / (saturated * growth + 1.0 - saturated)
     return share * interleave_rate(interleave, chunk_step_seconds, decode_step_seconds) + (1.0 - share) / decode_step_seconds
+
+
+def queued_ttft_ratio(interleave: int, current_interleave: int, prefill_load: float,
+                      chunk_step_seconds: float, decode_step_seconds: float) -> float:
+    """TTFT p90 under N over TTFT p90 now, with queueing behind the stretched prefill (M/M/1).
+
+    ``prefill_load`` is the share of step time chunk steps take under ``current_interleave``.
+    Returns ``inf`` when the stretched load reaches 1 (the prefill queue no longer drains), and
+    NaN when the load is not a share in [0, 1).
+    """
+    if not (0.0 <= prefill_load < 1.0):
+        return math.nan
+
+    def stretch(n: int) -> float:
+        return (chunk_step_seconds + n * decode_step_seconds) / chunk_step_seconds
+
+    ratio = stretch(interleave) / stretch(current_interleave)
+    load = prefill_load * ratio
+    if load >= 1.0:
+        return math.inf
+    return ratio * (1.0 - prefill_load) / (1.0 - load)
 
 
 def choose_interleave(target_share: float, chunk_step_seconds: float, decode_step_seconds: float,

@@ -84,6 +84,8 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
         row["busy_bucket_per_stream_tokens_per_second"] = (
             predict.busy_bucket_rate(point.interleave, saturated, chunk, decode) if _finite(saturated) else math.nan)
         row["prompt_ttft_p90_seconds_at_least"] = ttft_now * point.ttft_stretch / now.ttft_stretch
+        row["busy_ttft_p90_seconds_queueing"] = ttft_now * predict.queued_ttft_ratio(
+            point.interleave, current, ledger.chunk_share_of_step_time, chunk, decode)
         rows.append(row)
     predicted = {
         "interleave": float(n),
@@ -103,6 +105,8 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
         "held_steps_per_chunk_step": float(n),
         "busy_ttft_p90_seconds_now": ttft_now,
         "busy_ttft_p90_seconds_at_least": ttft_now * scale,
+        "busy_ttft_p90_seconds_queueing": ttft_now * predict.queued_ttft_ratio(
+            n, current, ledger.chunk_share_of_step_time, chunk, decode),
         "prefill_load_now": ledger.chunk_share_of_step_time,
         "prefill_load_predicted": ledger.chunk_share_of_step_time * (1 + n * decode / chunk),
     }
@@ -116,7 +120,9 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
     )
     notes = [f"target: keep {target_decode_share:.0%} of the idle per-stream rate during prefill",
              "TTFT: the stretch is the prompt's own; queued requests wait behind the stretched prefill "
-             "too, so where busy periods run back to back TTFT p90 grows faster than the stretch"]
+             "too, so where busy periods run back to back TTFT p90 grows faster than the stretch; the "
+             "queueing column scales it by (1 - load) / (1 - load x stretch), load = chunk steps' share "
+             "of step time (M/M/1), unbounded once load x stretch reaches 1"]
     if not reached:
         notes.append(f"no N up to {predict.MAX_INTERLEAVE} reaches the target: the share tends to "
                      f"(1/D)/idle = {(1 / decode) / idle:.0%}")

@@ -230,7 +230,10 @@ def interleave_prediction(value: str | None, before: Window, numbers: dict[str, 
     predicted = {"interleave": float(n), "beside_prefill_per_stream_tokens_per_second": predict.interleave_rate(n, c, d),
                  "busy_bucket_saturated_share": saturated,
                  "busy_per_stream_tokens_per_second": predict.busy_bucket_rate(n, saturated, c, d),
-                 "ttft_stretch": (c + n * d) / c, "chunk_step_seconds": c, "decode_step_seconds": d}
+                 "ttft_stretch": (c + n * d) / c, "chunk_step_seconds": c, "decode_step_seconds": d,
+                 "ttft_p90_ratio_queueing": predict.queued_ttft_ratio(n, current, ledger.chunk_share_of_step_time,
+                                                                      c, d),
+                 "prefill_load": ledger.chunk_share_of_step_time}
     after_busy = numbers["busy_per_stream_after"]
     observed = {"busy_per_stream_tokens_per_second": after_busy, "ttft_p90_ratio": numbers["ttft_p90_ratio"],
                 "prediction_error": after_busy / predicted["busy_per_stream_tokens_per_second"] - 1}

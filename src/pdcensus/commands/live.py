@@ -55,6 +55,8 @@ def _record_fpm(address: str, out: str, duration: Optional[str], quiet: bool) ->
 
 
 FOREVER_SECONDS = 10 * 365 * 86400.0  # "until Ctrl-C": the recorder needs a finite deadline
+DEFAULT_INTERVAL = "15s"
+DEFAULT_JOB = "pdcensus-record"
 
 
 @app.command()
@@ -62,9 +64,9 @@ def record(
     urls: Annotated[Optional[list[str]], typer.Argument(help="Endpoint URLs to scrape, e.g. http://127.0.0.1:7770/metrics.")] = None,
     out: Annotated[str, typer.Option("--out", help="Journal file to write (resumed if it exists), e.g. run.pdrec; with --fpm, a JSON-lines file appended to.")] = "",
     fpm: Annotated[Optional[str], typer.Option("--fpm", help="Record Forward Pass Metrics from tcp://HOST:PORT (an engine's FPM publisher, e.g. vLLM --forward-pass-metrics-port) instead of scraping URLs.")] = None,
-    interval: Annotated[str, typer.Option("--interval", help="Scrape interval, e.g. 15s.")] = "15s",
+    interval: Annotated[Optional[str], typer.Option("--interval", help="Scrape interval, e.g. 15s (default 15s; not with --fpm).")] = None,
     duration: Annotated[Optional[str], typer.Option("--duration", help="Stop after this long (default: until Ctrl-C).")] = None,
-    job: Annotated[str, typer.Option("--job", help="The job label every sample gets.")] = "pdcensus-record",
+    job: Annotated[Optional[str], typer.Option("--job", help="The job label every sample gets (default pdcensus-record; not with --fpm).")] = None,
     quiet: Annotated[bool, typer.Option("--quiet", help="No progress line.")] = False,
 ) -> None:
     """Scrape URLs every interval into a crash-safe journal that `census` reads (finished or not).
@@ -80,12 +82,18 @@ def record(
     if fpm is not None:
         if urls:
             raise UsageError(f"give endpoint URLs or --fpm, not both (got {' '.join(urls)!r} and --fpm {fpm!r})")
+        if interval is not None:
+            raise UsageError(f"--interval {interval!r} does not apply to --fpm: the FPM recorder stores every "
+                             "step as the engine publishes it, so there is no scrape interval")
+        if job is not None:
+            raise UsageError(f"--job {job!r} does not apply to --fpm: a forward-pass record has no job label "
+                             "(it is per step, not a Prometheus sample)")
         _record_fpm(fpm, out, duration, quiet)
         return
     if not urls:
         raise UsageError("nothing to record: give endpoint URLs to scrape, or --fpm tcp://HOST:PORT")
     targets = [parse_target(u) for u in urls]
-    interval_seconds = parse_duration(interval)
+    interval_seconds = parse_duration(interval if interval is not None else DEFAULT_INTERVAL)
     duration_seconds = parse_duration(duration) if duration is not None else None
     tty = sys.stderr.isatty()
     state = {"round": -1, "up": 0, "down": 0}
@@ -116,7 +124,8 @@ def record(
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
         return await run_record(
-            targets, out, interval_seconds=interval_seconds, duration_seconds=duration_seconds, job=job,
+            targets, out, interval_seconds=interval_seconds, duration_seconds=duration_seconds,
+            job=job if job is not None else DEFAULT_JOB,
             on_scrape=progress, on_start=started, stop=stop,
         )
 

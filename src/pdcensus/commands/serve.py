@@ -19,7 +19,7 @@ def serve_command(
     sets: Annotated[Optional[list[str]], typer.Option("--set", help="Engine flag override FLAG=VALUE (repeatable).")] = None,
     no_background: Annotated[bool, typer.Option("--no-background", help="Serve only real clients, without the scenario's own traffic.")] = False,
     seed: Annotated[int, typer.Option("--seed", help="Random seed of the background traffic.")] = 0,
-    profile: Annotated[str, typer.Option("--profile", help="Metric set: radiance or vllm (plain vLLM V1 names).")] = "radiance",
+    profile: Annotated[str, typer.Option("--profile", help="Metric set: radiance, vllm (plain vLLM V1 names), sglang or tgi (those engines' own names).")] = "radiance",
     drain_seconds: Annotated[float, typer.Option("--drain-seconds", help="On SIGTERM, how long streams in flight may finish before they are cut.")] = 5.0,
     quiet: Annotated[bool, typer.Option("--quiet", help="Do not print the boot ledger.")] = False,
 ) -> None:

@@ -22,10 +22,13 @@ _TRADEOFF_COLUMNS = (
     ("share_of_idle", "vs idle", "{:.0%}"),
     ("ttft_stretch", "prompt TTFT x", "{:.2f}"),
     ("prompt_ttft_p90_seconds_at_least", "TTFT p90 >= (s)", "{:.2f}"),
+    ("busy_ttft_p90_seconds_queueing", "TTFT p90 queueing (s)", "{:.2f}"),
 )
 
 
 def _num(value: Any, fmt: str) -> str:
+    if isinstance(value, float) and math.isinf(value):
+        return "unbounded"
     if isinstance(value, (int, float)) and math.isfinite(float(value)):
         return fmt.format(float(value))
     return "-"

@@ -9,6 +9,7 @@ openmetrics`` backfills as a fleet. The ground truth of each member comes back b
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +37,28 @@ def relabel(endpoint: Endpoint, instance: str, job: str | None = None) -> Endpoi
     return Endpoint(new_job, instance, endpoint.timestamps, keys, endpoint.values, endpoint.present)
 
 
+def member_truth(truth: dict[str, Any], instance: str) -> dict[str, Any]:
+    """A copy of a simulation's ``truth`` that names ``instance`` (the simulator always says ``sim-0:7770``).
+
+    The ``instance`` field is replaced; where ``instance`` ends in ``:PORT``, ``--port`` in the
+    flags of the truth and of every segment (and in a segment's ``argv`` if it was given there)
+    becomes that port, so the truth describes the process that member stands for.
+    """
+    out = copy.deepcopy(truth)
+    out["instance"] = instance
+    host, sep, port = instance.rpartition(":")
+    if not (sep and host and port.isdigit()):
+        return out
+    for flags in [out.get("flags")] + [seg.get("flags") for seg in out.get("segments", [])]:
+        if isinstance(flags, dict) and "--port" in flags:
+            flags["--port"] = port
+    for seg in out.get("segments", []):
+        argv = seg.get("argv")
+        if isinstance(argv, list):
+            seg["argv"] = [port if i > 0 and argv[i - 1] == "--port" else a for i, a in enumerate(argv)]
+    return out
+
+
 def instance_name(index: int) -> str:
     return f"sim-{index}:7770"
 
@@ -61,5 +84,5 @@ def simulate_fleet(
         for endpoint in result.recording.endpoints:
             endpoints.append(relabel(endpoint, instance))
         families.update(result.recording.families)
-        members.append(FleetMember(instance, scenario, seed + i, result.truth))
+        members.append(FleetMember(instance, scenario, seed + i, member_truth(result.truth, instance)))
     return Recording(families=families, endpoints=endpoints, source=f"sim fleet of {len(scenarios)}"), members

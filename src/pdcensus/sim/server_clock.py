@@ -33,7 +33,7 @@ from pdcensus.sim.config import EngineConfig, parse_config
 from pdcensus.sim.engine import Engine
 from pdcensus.sim.entities import Request, Sequence
 from pdcensus.sim.evidence import boot_log, diagnostics, stats
-from pdcensus.sim.exporter import PROFILES
+from pdcensus.sim.exporter import RECORDING_PROFILES
 from pdcensus.sim.hardware import Hardware
 from pdcensus.sim.scenarios import Scenario, get_scenario, with_overrides
 from pdcensus.sim.workload import WorkloadFeeder
@@ -104,8 +104,8 @@ class LiveEngine:
                  overrides: Mapping[str, str] | None = None, profile: str = "radiance", port: int = 7770) -> None:
         if not (speed > 0 and math.isfinite(speed)):
             raise UsageError(f"--speed must be a positive number, got {speed!r}")
-        if profile not in PROFILES:
-            raise UsageError(f"unknown profile {profile!r}: expected one of: {', '.join(PROFILES)}")
+        if profile not in RECORDING_PROFILES:
+            raise UsageError(f"unknown profile {profile!r}: expected one of: {', '.join(RECORDING_PROFILES)}")
         spec = _live_scenario(scenario, {**dict(overrides or {}), "--port": str(port)})
         segment = spec.segments[-1]
         self.scenario = spec

@@ -75,7 +75,8 @@ class ServeProcess:
 
     def log_text(self) -> str:
         """What the child wrote on stderr so far (boot ledger, errors)."""
-        self._log.flush()
+        if not self._log.closed:  # a failed start has already stopped (and closed the log) when it reads it
+            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
     def signal(self, sig: int = signal.SIGTERM) -> None:
