@@ -6,6 +6,9 @@ Routes: ``GET /metrics`` (text format 0.0.4 through a prometheus_client registry
 ``POST /v1/chat/completions``, streaming (server-sent events: ``data: {...}`` chunks, then
 ``data: [DONE]``) or not.
 
+The generation routes are a lean ASGI app of their own (:mod:`pdcensus.sim.server_stream`);
+uvicorn runs on uvloop with the httptools parser, as ``uvicorn[standard]`` does under vLLM.
+
 Why starlette + uvicorn: they are the stack vLLM's own OpenAI server runs on (through
 FastAPI), so clients meet the same HTTP/1.1 framing, chunked SSE and keep-alive behaviour;
 uvicorn brings a tested graceful shutdown (stop accepting, let responses finish, then cancel)
@@ -19,29 +22,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import signal
 import socket
 import threading
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from types import FrameType
-from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from pdcensus.errors import UsageError
-from pdcensus.sim.server_clock import EventKind, LiveEngine, LiveRequest
+from pdcensus.sim.server_clock import LiveEngine
 from pdcensus.sim.server_metrics import CONTENT_TYPE, engine_registry, exposition
-from pdcensus.sim.server_openai import Answer, ApiError, ApiKind, models_list, parse_request
+from pdcensus.sim.server_openai import ApiError, models_list
+from pdcensus.sim.server_stream import GenerationApp
 
 DEFAULT_DRAIN_SECONDS = 5.0
-_SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 
 
 @dataclass(frozen=True)
@@ -59,86 +60,18 @@ class ServeOptions:
     drain_seconds: float = DEFAULT_DRAIN_SECONDS
 
 
-def _sse(obj: dict[str, Any]) -> bytes:
-    return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
-
-
 def _error(exc: ApiError) -> JSONResponse:
     return JSONResponse(exc.body(), status_code=exc.status)
 
 
-async def _stream(live: LiveEngine, answer: Answer, request: LiveRequest) -> AsyncIterator[bytes]:
-    try:
-        first = True
-        while True:
-            event = await request.events.get()
-            if event.kind is EventKind.TOKENS:
-                text = answer.take(event.tokens)
-                if text and first:
-                    yield _sse(answer.chunk(text, engine_seconds=event.engine_seconds, first=True))
-                    first = False
-                elif text:
-                    yield answer.token_event(text, event.engine_seconds)
-                continue
-            if event.kind is EventKind.FINISHED:
-                yield _sse(answer.chunk(None if answer.request.endpoint is ApiKind.CHAT else "", "length",
-                                        engine_seconds=event.engine_seconds, first=first))
-                if answer.request.include_usage:
-                    yield _sse(answer.usage_chunk())
-            else:
-                err = ApiError(503, f"{event.reason}; the stream was cut after {answer.tokens} tokens", None,
-                               "server_shutting_down", "server_error")
-                yield _sse(err.body())
-            yield b"data: [DONE]\n\n"
-            return
-    finally:
-        live.detach(request)
+def build_app(live: LiveEngine) -> GenerationApp:
+    """The ASGI app over one live engine (its driver runs for the app's lifespan).
 
-
-async def _whole(live: LiveEngine, answer: Answer, request: LiveRequest) -> Response:
-    parts: list[str] = []
-    try:
-        while True:
-            event = await request.events.get()
-            if event.kind is EventKind.TOKENS:
-                parts.append(answer.take(event.tokens))
-            elif event.kind is EventKind.FINISHED:
-                return JSONResponse(answer.whole("".join(parts)))
-            else:
-                return _error(ApiError(503, event.reason, None, "server_shutting_down", "server_error"))
-    finally:
-        live.detach(request)
-
-
-def build_app(live: LiveEngine) -> Starlette:
-    """The ASGI app over one live engine (its driver runs for the app's lifespan)."""
+    The generation routes are :class:`~pdcensus.sim.server_stream.GenerationApp`'s own; the
+    rest (metrics, stats, models, health, errors, lifespan) are a starlette app behind it.
+    """
     registry = engine_registry(live)
     model, max_len = live.config.model, live.config.max_model_len
-
-    async def generate(request: Request, kind: ApiKind) -> Response:
-        if live.draining:
-            return _error(ApiError(503, "the server is shutting down", None, "server_shutting_down",
-                                   "server_error"))
-        try:
-            body = json.loads(await request.body())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            return _error(ApiError(400, f"the request body is not valid JSON: {exc}"))
-        try:
-            parsed = parse_request(kind, body, model, max_len)
-        except ApiError as exc:
-            return _error(exc)
-        submitted = live.submit(parsed.prompt_tokens, parsed.max_tokens)
-        answer = Answer(parsed, submitted.rid)
-        if parsed.stream:
-            return StreamingResponse(_stream(live, answer, submitted), media_type="text/event-stream",
-                                     headers=_SSE_HEADERS)
-        return await _whole(live, answer, submitted)
-
-    async def completions(request: Request) -> Response:
-        return await generate(request, ApiKind.COMPLETIONS)
-
-    async def chat(request: Request) -> Response:
-        return await generate(request, ApiKind.CHAT)
 
     async def models(_: Request) -> Response:
         return JSONResponse(models_list(model, int(live.epoch_start), max_len))
@@ -177,10 +110,9 @@ def build_app(live: LiveEngine) -> Starlette:
         Route("/diagnostics", diagnostics, methods=["GET"]),
         Route("/health", health, methods=["GET"]),
         Route("/v1/models", models, methods=["GET"]),
-        Route("/v1/completions", completions, methods=["POST"]),
-        Route("/v1/chat/completions", chat, methods=["POST"]),
     ]
-    return Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})
+    other = Starlette(routes=routes, lifespan=lifespan, exception_handlers={HTTPException: http_error})
+    return GenerationApp(live, other)
 
 
 class _Server(uvicorn.Server):
@@ -248,12 +180,13 @@ def serve(options: ServeOptions, on_ready: Callable[[LiveEngine, str], None] | N
     host = f"[{options.host}]" if ":" in options.host else options.host
     url = f"http://{host}:{port}"
     app = build_app(live)
-    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", http="h11",
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on", http="auto", loop="auto",
                             timeout_graceful_shutdown=int(options.drain_seconds) + 3, timeout_keep_alive=30)
     server = _Server(config, live, options.drain_seconds,
                      (lambda: on_ready(live, url)) if on_ready is not None else None)
     try:
-        asyncio.run(server.serve([sock]))
+        with asyncio.Runner(loop_factory=config.get_loop_factory()) as runner:
+            runner.run(server.serve([sock]))
     finally:
         sock.close()
     return live

@@ -8,26 +8,34 @@ can be set beside the model's gap for the same two tokens. A scraper reads ``/me
 ``scrape_interval_seconds`` like Prometheus would, and the server's resident memory is sampled
 from ``/proc/PID/status`` (Linux) when its pid is known.
 
-The streaming clients speak HTTP/1.1 over plain asyncio streams (chunked transfer encoding,
-SSE events split by hand) rather than through the ``openai`` SDK or httpx: at thousands of
-tokens per second those clients cost more CPU per chunk than the server spends producing it,
-and on a small machine the load generator would then measure its own queueing instead of the
-server's cadence. The scraper, which runs once a second, uses httpx.
+The streaming clients speak HTTP/1.1 from an asyncio protocol, the response parsed by
+httptools (chunked transfer encoding decoded in C, SSE events split by hand), rather than
+through the ``openai`` SDK or httpx: at thousands of tokens per second those clients cost more
+CPU per chunk than the server spends producing it, and on a small machine the load generator
+would then measure its own queueing instead of the server's cadence. Each event is stamped
+when its bytes are read off the socket, and parsed only after its response has ended. The scraper, which runs once a second, uses httpx.
+
+The load generator's own garbage collector is held off while the clients run (everything alive
+at the start is frozen and automatic collection is off until the end): a collection pausing
+the generator's loop would delay the timestamps of every token then in its buffers, and that
+delay would be counted as the server's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import json
 import random
 import time
-from collections.abc import AsyncIterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
+import httptools
 import httpx
 import numpy as np
 
@@ -81,69 +89,125 @@ class _Tally:
             self.error_samples.append(what)
 
 
-class _Connection:
-    """One keep-alive HTTP/1.1 connection that posts a JSON body and yields the SSE data lines."""
+class _Response:
+    """One streamed response as it arrives: the status, and each SSE event with its arrival time."""
 
-    def __init__(self, host: str, port: int) -> None:
-        self.host, self.port = host, port
-        self.reader: asyncio.StreamReader | None = None
-        self.writer: asyncio.StreamWriter | None = None
+    def __init__(self) -> None:
+        self.status = 0
+        self.keep_alive = True
+        self.events: list[tuple[float, bytes]] = []
+        self.body = b""
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-    async def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            with contextlib.suppress(OSError):
-                await self.writer.wait_closed()
-        self.reader = self.writer = None
+    def fail(self, exc: Exception) -> None:
+        if not self.done.done():
+            self.done.set_exception(exc)
 
-    async def post_events(self, path: str, body: bytes) -> AsyncIterator[bytes]:
-        if self.writer is None:
-            self.reader, self.writer = await asyncio.open_connection(self.host, self.port)
-        assert self.reader is not None
-        self.writer.write(b"POST %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\n"
-                          b"Accept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s"
-                          % (path.encode(), self.host.encode(), self.port, len(body), body))
-        status = await self.reader.readline()
-        headers: dict[bytes, bytes] = {}
-        while (line := await self.reader.readline()) not in (b"\r\n", b""):
-            name, _, value = line.partition(b":")
-            headers[name.strip().lower()] = value.strip()
-        if not status.startswith(b"HTTP/1.1 200"):
-            length = int(headers.get(b"content-length", b"0"))
-            payload = await self.reader.readexactly(length) if length else b""
-            raise _HttpStatus(f"{status.decode().strip()}: {payload[:200]!r}")
-        if headers.get(b"transfer-encoding") != b"chunked":
-            raise _HttpStatus(f"a stream without chunked encoding: {headers!r}")
-        pending = b""
-        while True:
-            size = int((await self.reader.readline()).split(b";")[0], 16)
-            if size == 0:
-                await self.reader.readline()
-                break
-            pending += (await self.reader.readexactly(size + 2))[:-2]
-            while b"\n\n" in pending:
-                event, pending = pending.split(b"\n\n", 1)
-                if event.startswith(b"data: "):
-                    yield event[6:]
-        if headers.get(b"connection") == b"close":
-            await self.close()
+
+class _Connection(asyncio.Protocol):
+    """One keep-alive HTTP/1.1 connection that posts a JSON body and times the SSE events of the answer.
+
+    The response is parsed by httptools (the C parser uvicorn serves with) inside
+    ``data_received``, and every event is stamped with the time its bytes came off the socket,
+    before any other work: a token's timestamp does not wait for the generator's own queueing.
+    """
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.response: _Response | None = None
+        self.arrived = 0.0
+        self.pending = b""
+
+    @classmethod
+    async def open(cls, host: str, port: int) -> _Connection:
+        _, protocol = await asyncio.get_running_loop().create_connection(cls, host, port)
+        return protocol
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass asyncio's
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.transport = None
+        if self.response is not None:
+            self.response.fail(ConnectionResetError("the server closed the connection mid-response"))
+
+    def data_received(self, data: bytes) -> None:
+        self.arrived = time.monotonic()
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError as exc:
+            if self.response is not None:
+                self.response.fail(ValueError(f"a malformed response: {exc}"))
+            self.close()
+
+    def on_headers_complete(self) -> None:
+        """httptools: the status line and headers are in."""
+        if self.response is not None:
+            self.response.status = self.parser.get_status_code()
+            self.response.keep_alive = self.parser.should_keep_alive()
+
+    def on_body(self, body: bytes) -> None:
+        """httptools: a piece of the (de-chunked) body."""
+        response = self.response
+        if response is None:
+            return
+        if response.status != 200:
+            response.body += body
+            return
+        self.pending += body
+        while b"\n\n" in self.pending:
+            event, self.pending = self.pending.split(b"\n\n", 1)
+            response.events.append((self.arrived, event))
+
+    def on_message_complete(self) -> None:
+        """httptools: the response has ended."""
+        if self.response is not None and not self.response.done.done():
+            self.response.done.set_result(None)
+
+    def close(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+            self.transport = None
+
+    async def post(self, path: str, body: bytes, host: str, port: int) -> _Response:
+        if self.transport is None:
+            raise ConnectionResetError("the connection is closed")
+        response = self.response = _Response()
+        self.pending = b""
+        self.transport.write(b"POST %s HTTP/1.1\r\nHost: %s:%d\r\nContent-Type: application/json\r\n"
+                             b"Accept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s"
+                             % (path.encode(), host.encode(), port, len(body), body))
+        try:
+            await response.done
+        finally:
+            self.response = None
+        if response.status != 200:
+            raise _HttpStatus(f"HTTP {response.status}: {response.body[:200]!r}")
+        if not response.keep_alive:
+            self.close()
+        return response
 
 
 class _HttpStatus(Exception):
     """A refused request (not 200)."""
 
 
-async def _one_request(conn: _Connection, body: bytes, speed: float, tally: _Tally) -> None:
+async def _one_request(conn: _Connection, body: bytes, host: str, port: int, speed: float, tally: _Tally) -> None:
+    response = await conn.post("/v1/completions", body, host, port)
     arrivals: list[float] = []
     engine_times: list[float] = []
     finished = False
-    async for data in conn.post_events("/v1/completions", body):
+    for arrived, event in response.events:
+        if not event.startswith(b"data: "):
+            continue
+        data = event[6:]
         if data == b"[DONE]":
             finished = True
         elif data.startswith(b'{"error"'):
             tally.error(json.loads(data)["error"].get("message", ""))
         elif _TEXT_EMPTY not in data and _DELTA_EMPTY not in data:
-            arrivals.append(time.monotonic())
+            arrivals.append(arrived)
             at = data.index(_ENGINE_TIME) + len(_ENGINE_TIME)
             engine_times.append(float(data[at:data.index(b"}", at)]))
     if not finished:
@@ -162,21 +226,26 @@ _ENGINE_TIME = b'"engine_time_seconds":'
 
 async def _client(host: str, port: int, model: str, deadline: float, speed: float, max_tokens: int,
                   prompt_chars: int, rng: random.Random, tally: _Tally) -> None:
-    conn = _Connection(host, port)
+    conn: _Connection | None = None
     try:
         while time.monotonic() < deadline:
             body = {"model": model, "prompt": "x" * rng.randint(prompt_chars // 2, prompt_chars), "stream": True,
                     "max_tokens": rng.randint(max_tokens // 2, max_tokens), "return_engine_time": True}
             try:
-                await _one_request(conn, json.dumps(body).encode(), speed, tally)
-            except (OSError, asyncio.IncompleteReadError, ValueError, _HttpStatus) as exc:
+                if conn is None or conn.transport is None:
+                    conn = await _Connection.open(host, port)
+                await _one_request(conn, json.dumps(body).encode(), host, port, speed, tally)
+            except (OSError, ValueError, _HttpStatus) as exc:
                 tally.error(f"{type(exc).__name__}: {exc}")
-                await conn.close()
+                if conn is not None:
+                    conn.close()
+                conn = None
     except asyncio.CancelledError:
         tally.cut += 1
         raise
     finally:
-        await conn.close()
+        if conn is not None:
+            conn.close()
 
 
 def _rss_bytes(pid: int) -> int:
@@ -211,9 +280,31 @@ async def run_load(url: str, *, clients: int, duration_seconds: float, speed: fl
                    prompt_chars: int = 800, scrape_interval_seconds: float = 1.0, pid: int | None = None,
                    seed: int = 0) -> LoadReport:
     """Drive ``url`` with ``clients`` streaming clients for ``duration_seconds``; in-flight streams then finish."""
+    tally = _Tally()
+    with _collector_held():
+        return await _drive(url, clients, duration_seconds, speed, max_tokens, prompt_chars,
+                            scrape_interval_seconds, pid, seed, tally)
+
+
+@contextlib.contextmanager
+def _collector_held() -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.freeze()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.unfreeze()
+        if was_enabled:
+            gc.enable()
+
+
+async def _drive(url: str, clients: int, duration_seconds: float, speed: float, max_tokens: int,
+                 prompt_chars: int, scrape_interval_seconds: float, pid: int | None, seed: int,
+                 tally: _Tally) -> LoadReport:
     limits = httpx.Limits(max_connections=clients + 4, max_keepalive_connections=clients + 4)
     timeout = httpx.Timeout(FINISH_GRACE_SECONDS + duration_seconds)
-    tally = _Tally()
     async with httpx.AsyncClient(base_url=url, limits=limits, timeout=timeout) as http:
         model = (await http.get("/v1/models")).json()["data"][0]["id"]
         t0 = time.monotonic()
