@@ -9,16 +9,17 @@ object with the figures, then a verdict against the targets:
 * memory is flat: the server's mean RSS over the last fifth of the run is within 5 % of its
   mean over the first fifth after a warm-up.
 
-On a machine with two or more CPUs the server is pinned to the first and the load generator
-to the others (``--no-pin`` leaves both to the scheduler): on a shared core each token the
-server writes wakes a client that then preempts the server in the middle of its fan-out, which
-the clients would measure as the server's jitter; on a real deployment the clients are other
-machines. The load generator runs on uvloop.
+``--pin`` (with two or more CPUs) puts the server on the first CPU and the load generator on
+the others: on a shared core each token the server writes wakes a client that can preempt the
+server in the middle of its fan-out, which the clients then measure as the server's jitter (on
+a real deployment the clients are other machines). It is off by default: when other work
+competes for the machine, a pinned server cannot move away from it and fares worse. The load
+generator runs on uvloop.
 
 Usage::
 
     .venv/bin/python bench/serve_load.py --clients 256 --duration 60
-    .venv/bin/python bench/serve_load.py --clients 256 --duration 60 --no-pin
+    .venv/bin/python bench/serve_load.py --clients 256 --duration 60 --pin
 """
 
 from __future__ import annotations
@@ -58,8 +59,8 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, default=128)
     parser.add_argument("--prompt-chars", type=int, default=800)
     parser.add_argument("--set", dest="sets", action="append", default=[], help="engine flag FLAG=VALUE")
-    parser.add_argument("--pin", action=argparse.BooleanOptionalAction, default=True,
-                        help="server on the first CPU, load generator on the others (default: on, with 2+ CPUs)")
+    parser.add_argument("--pin", action="store_true",
+                        help="server on the first CPU, load generator on the others (needs 2+ CPUs)")
     args = parser.parse_args()
     cpus = sorted(os.sched_getaffinity(0))
     pinned = args.pin and len(cpus) >= 2

@@ -93,7 +93,7 @@ def test_a_client_that_disconnects_mid_stream_gets_no_more_writes_and_is_detache
     bodies = [m for m in sent if m["type"] == "http.response.body"]
     assert 3 <= len(bodies) < 10 and all(m["more_body"] for m in bodies)
     assert b"[DONE]" not in b"".join(m["body"] for m in bodies)
-    assert all(request.detached for request in live.live.values())
+    assert live.live and all(request.detached for request in live.live.values())  # the engine still runs it
 
 
 def test_a_whole_completion_answers_json_with_exact_usage() -> None:
@@ -111,6 +111,7 @@ def test_a_whole_completion_answers_json_with_exact_usage() -> None:
 def test_refused_requests_get_the_openai_error_object(method: str, body: bytes, status: int, needle: str) -> None:
     sent = asyncio.run(_call(_live(), body, method=method))
     assert sent[0]["status"] == status
+    assert ((b"allow", b"POST") in sent[0]["headers"]) == (status == 405)
     error = json.loads(sent[1]["body"])["error"]
     assert needle in error["message"] and error["type"] == "invalid_request_error"
 
