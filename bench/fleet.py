@@ -18,58 +18,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
-import socket
-import subprocess
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 
 from pdcensus.fleet import FleetResult, census_fleet
 from pdcensus.sim.fleet_recording import FleetMember, simulate_fleet
 from pdcensus.sim.run import EPOCH_SECONDS
 from pdcensus.sources.openmetrics_writer import write_openmetrics
+from pdcensus.sources.prometheus_local import LocalPrometheus
 
 SCENARIOS = ("step-time-sharing", "eviction-tail", "preemption-stall", "healthy", "idle", "protected", "mixed")
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def start_prometheus(om_path: Path, work: Path) -> tuple[subprocess.Popen[bytes], str, float]:
-    """Backfill ``om_path`` and serve it; returns the process, its URL and the backfill seconds."""
-    promtool, prometheus = shutil.which("promtool"), shutil.which("prometheus")
-    if promtool is None or prometheus is None:
-        raise SystemExit("promtool and prometheus must be installed (Debian package 'prometheus')")
-    data = work / "data"
-    data.mkdir()
-    t0 = time.monotonic()
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(om_path), str(data)],
-                   check=True, capture_output=True)
-    backfill = time.monotonic() - t0
-    (work / "prometheus.yml").write_text("global:\n  scrape_interval: 15s\n")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = (work / "prometheus.log").open("wb")
-    process = subprocess.Popen([prometheus, f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={data}",
-                                "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}"],
-                               stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url + "/-/ready", timeout=2).status_code == 200:
-                return process, url, backfill
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    process.terminate()
-    raise SystemExit(f"prometheus did not become ready; see {work / 'prometheus.log'}")
 
 
 def accuracy(result: FleetResult, members: list[FleetMember]) -> dict[str, Any]:
@@ -98,15 +59,14 @@ def main() -> None:
         write_openmetrics(recording, om_path)
         t_write = time.monotonic() - t0
         om_mib = round(om_path.stat().st_size / 2**20, 1)
-        process, url, t_backfill = start_prometheus(om_path, work)
-        try:
+        prometheus = LocalPrometheus.backfilled(om_path, work / "prometheus")
+        t_backfill = prometheus.backfill_seconds
+        with prometheus:
+            url = prometheus.url
             window = {"selector": '{job="radiance"}', "start": EPOCH_SECONDS, "end": EPOCH_SECONDS + duration}
             serial = census_fleet(url, concurrency=1, batch_size=1, **window)
             unbatched = census_fleet(url, concurrency=args.concurrency, batch_size=1, **window)
             parallel = census_fleet(url, concurrency=args.concurrency, batch_size=args.batch_size, **window)
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
     out = {
         "instances": args.instances,
         "hours_per_instance": args.hours,

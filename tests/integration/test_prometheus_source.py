@@ -8,11 +8,8 @@ server for every test in the file).
 from __future__ import annotations
 
 import math
-import shutil
-import socket
-import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -60,50 +57,17 @@ def make_recording() -> Recording:
     return b.build()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def recording() -> Recording:
     return make_recording()
 
 
 @pytest.fixture(scope="module")
-def prometheus_url(recording: Recording, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    if not (shutil.which("promtool") and shutil.which("prometheus")):
-        pytest.skip("prometheus/promtool are not installed")
-    d = tmp_path_factory.mktemp("prom")
-    write_openmetrics(recording, d / "rec.om")
-    subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(d / "rec.om"), str(d / "data")],
-                   check=True, capture_output=True, timeout=120)
-    (d / "prometheus.yml").write_text("global:\n  scrape_interval: 15s\n")
-    port = _free_port()
-    log = open(d / "prometheus.log", "wb")
-    proc = subprocess.Popen(
-        ["prometheus", f"--config.file={d / 'prometheus.yml'}", f"--storage.tsdb.path={d / 'data'}",
-         "--storage.tsdb.retention.time=100y", f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=log, stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/-/ready", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError(f"prometheus did not start: {(d / 'prometheus.log').read_text()[-2000:]}")
-            time.sleep(0.2)
-        yield url
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
-        log.close()
+def prometheus_url(recording: Recording, prometheus_server: Callable[[Path], str],
+                   tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("prom") / "rec.om"
+    write_openmetrics(recording, path)
+    return prometheus_server(path)
 
 
 def samples_of(rec: Recording) -> dict[SeriesKey, tuple[list[float], list[float]]]:

@@ -1,0 +1,52 @@
+"""The local Prometheus helper: clear errors when the binary is missing, the backfill fails or the server dies."""
+
+from __future__ import annotations
+
+import shutil
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from pdcensus.errors import DataError, SourceUnreachableError
+from pdcensus.sources import prometheus_local
+from pdcensus.sources.prometheus_local import LocalPrometheus
+
+pytestmark = pytest.mark.integration
+
+
+def test_a_missing_binary_names_the_debian_package(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(prometheus_local.shutil, "which", lambda name: None)
+    with pytest.raises(SourceUnreachableError, match="promtool is not installed .Debian package 'prometheus'"):
+        LocalPrometheus.backfilled(tmp_path / "x.om", tmp_path / "work")
+
+
+@pytest.mark.skipif(shutil.which("promtool") is None, reason="promtool is not installed")
+def test_a_file_promtool_refuses_is_a_data_error_with_promtools_reason(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.om"
+    bad.write_text("this is not openmetrics\n")
+    with pytest.raises(DataError, match=r"promtool could not backfill .*bad\.om"):
+        LocalPrometheus.backfilled(bad, tmp_path / "work")
+
+
+@pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus is not installed")
+def test_a_server_that_cannot_start_is_reported_with_its_log(tmp_path: Path) -> None:
+    broken = LocalPrometheus(tmp_path / "work", "global: [this is not a config\n")
+    with pytest.raises(SourceUnreachableError, match="prometheus exited with"):
+        broken.start()
+
+
+@pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus is not installed")
+def test_a_scraping_server_binds_loopback_and_stops_on_exit(tmp_path: Path) -> None:
+    with LocalPrometheus.scraping(["127.0.0.1:9"], tmp_path / "work", job="probe") as prom:
+        assert prom.url.startswith("http://127.0.0.1:")
+        jobs: list[str] = []
+        deadline = time.monotonic() + 20
+        while not jobs and time.monotonic() < deadline:  # discovery runs just after /-/ready
+            targets = httpx.get(prom.url + "/api/v1/targets", timeout=5).json()["data"]["activeTargets"]
+            jobs = [t["labels"]["job"] for t in targets]
+            time.sleep(0.2)
+        assert jobs == ["probe"]
+        process = prom.process
+    assert process is not None and process.poll() is not None
