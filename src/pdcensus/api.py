@@ -40,14 +40,18 @@ def _recording(source: str | Path | Recording) -> Recording:
 
 
 def _advise(reports: Sequence[CensusReport], source: object, evidence: str | Path | None,
-            target_decode_share: float | None) -> list[CensusReport]:
+            target_decode_share: float | None, recording: Recording | None = None,
+            start: float | None = None, end: float | None = None) -> list[CensusReport]:
     from pdcensus.advice.attach import attach_advice, find_side_channels
     from pdcensus.advice.recommend import DEFAULT_TARGET_DECODE_SHARE
+    from pdcensus.advice.ttft_replay import trace_for_report
 
     if evidence == AUTO:
         evidence = find_side_channels(source) if isinstance(source, (str, Path)) else None
     share = DEFAULT_TARGET_DECODE_SHARE if target_decode_share is None else target_decode_share
-    return [attach_advice(r, evidence, share) for r in reports]
+    return [attach_advice(r, evidence, share,
+                          trace_for_report(recording, r, start, end) if recording is not None else None)
+            for r in reports]
 
 
 def census(
@@ -70,7 +74,7 @@ def census(
     rec = _recording(source)
     options = CensusOptions(instance=instance, start=start, end=end, segment=segment)
     report = census_endpoint(rec.endpoint(instance), rec.families, rec.source or str(source), options)
-    return _advise([report], source, evidence, target_decode_share)[0]
+    return _advise([report], source, evidence, target_decode_share, rec, start, end)[0]
 
 
 def census_all(
@@ -89,7 +93,7 @@ def census_all(
     reports = census_recording(rec, CensusOptions(instance=instance, start=start, end=end, segment=segment))
     if warnings:
         reports = [replace(r, source_warnings=tuple(warnings)) for r in reports]
-    return _advise(reports, source, evidence, target_decode_share)
+    return _advise(reports, source, evidence, target_decode_share, rec, start, end)
 
 
 def census_prometheus(

@@ -15,6 +15,7 @@ from typing import Any
 
 from pdcensus.advice.evidence import BootLedger, flags_from_argv, parse_boot_ledger
 from pdcensus.advice.recommend import DEFAULT_TARGET_DECODE_SHARE, recommend
+from pdcensus.advice.ttft_replay import PrefillTrace
 from pdcensus.census.model import CensusReport
 from pdcensus.errors import DataError
 
@@ -48,8 +49,12 @@ def attach_advice(
     report: CensusReport,
     evidence: str | Path | None = None,
     target_decode_share: float = DEFAULT_TARGET_DECODE_SHARE,
+    trace: PrefillTrace | None = None,
 ) -> CensusReport:
-    """``report`` with advice filled, using side channels from ``evidence`` where given."""
+    """``report`` with advice filled, using side channels from ``evidence`` where given.
+
+    ``trace`` (:func:`pdcensus.advice.ttft_replay.trace_for_report`) feeds the replayed TTFT column.
+    """
     from pdcensus.sources.bundle import read_bundle
 
     flags: dict[str, str] = {}
@@ -80,5 +85,5 @@ def attach_advice(
             if missing:
                 cited["missing"] = missing
     recs = recommend(report, flags=flags, boot=boot, target_decode_share=target_decode_share,
-                     prefix_hit_depths_tokens=depths)
+                     prefix_hit_depths_tokens=depths, trace=trace)
     return replace(report, advice=tuple(r.to_dict() for r in recs), side_evidence=cited)

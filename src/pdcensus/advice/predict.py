@@ -21,7 +21,9 @@
   earlier prefills plus its own; in an M/M/1 queue that sojourn time is exponential with mean
   ``S / (1 - rho)``, so every quantile (p90 included) scales by ``s * (1 - rho) / (1 - rho')``,
   and without bound once ``rho' >= 1``. The model ignores batching of prefills and bursty
-  arrivals; the bare stretch ``s`` stays beside it as the lower bound.
+  arrivals; the bare stretch ``s`` stays beside it as the lower bound. The bursts are what
+  :mod:`pdcensus.advice.ttft_replay` replays: the recording's own prefill work, interval by
+  interval, through the same server.
 - the chunk step as a line in its tokens: ``C(t) = D + (C - D) * t / t0``, so a smaller
   step budget costs ``C(t) / t`` seconds per prompt token against ``C(t0) / t0``.
 """

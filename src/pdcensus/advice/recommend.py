@@ -14,10 +14,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
-from pdcensus.advice import predict
+from pdcensus.advice import predict, ttft_replay
 from pdcensus.advice.evidence import BootLedger
 from pdcensus.advice.knobs import get_knob
 from pdcensus.advice.model import Recommendation, VerificationPlan
+from pdcensus.advice.ttft_replay import PrefillTrace, ReplayForecast
 from pdcensus.census.model import BucketTable, CensusReport, LedgerResult, Mechanism
 
 DEFAULT_TARGET_DECODE_SHARE = 0.5
@@ -45,10 +46,35 @@ def _plan(flag: str, value: str, counter_text: str) -> VerificationPlan:
     )
 
 
+def replay_forecasts(ledger: LedgerResult, busy_low_tokens_per_second: float, trace: PrefillTrace | None,
+                     values: Sequence[int], current: int) -> dict[int, ReplayForecast]:
+    """The trace-driven TTFT forecast per N (:mod:`pdcensus.advice.ttft_replay`), over the busy bucket."""
+    if trace is None:
+        why = "no prefill trace was given to the advice (the recording is needed to replay it)"
+        return {n: ReplayForecast(n, None, why) for n in values}
+    selected = trace.busy(busy_low_tokens_per_second)
+    if selected is None:
+        return {n: ReplayForecast(n, None, "no busy bucket to select the replayed requests from") for n in values}
+    forecasts = ttft_replay.replay_ttft_ratios(
+        trace.times, trace.work_tokens, trace.requests, chunk_step_seconds=ledger.chunk_step_seconds,
+        decode_step_seconds=ledger.decode_step_seconds,
+        chunk_tokens=ttft_replay.chunk_tokens_per_step(ledger, trace.work_tokens), interleaves=values,
+        current_interleave=current, interval_seconds=trace.interval_seconds, selected=selected)
+    return {f.interleave: f for f in forecasts}
+
+
+def _replayed(ttft_now: float, forecast: ReplayForecast) -> float:
+    return ttft_now * forecast.ratio if forecast.ratio is not None else math.nan
+
+
 def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flags: Mapping[str, str],
                          target_decode_share: float = DEFAULT_TARGET_DECODE_SHARE,
-                         profile: str = "") -> Recommendation:
-    """``--prefill-interleave N`` for step-time sharing, N picked for the target share."""
+                         profile: str = "", trace: PrefillTrace | None = None) -> Recommendation:
+    """``--prefill-interleave N`` for step-time sharing, N picked for the target share.
+
+    ``trace`` (:func:`pdcensus.advice.ttft_replay.trace_for_report`) feeds the replayed TTFT
+    column; without it that column is empty and a note says why.
+    """
     knob = get_knob("--prefill-interleave")
     current = _int_flag(flags, knob.flag, 0) or 0
     rollback = knob.rollback_env_line(str(current))
@@ -78,6 +104,8 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
     measured_busy = busy_row.per_stream_tokens_per_second if busy_row else math.nan
     saturated = (predict.saturated_share(measured_busy, current, chunk, decode) if _finite(measured_busy)
                  else math.nan)
+    replay = replay_forecasts(ledger, busy_row.low_tokens_per_second if busy_row else math.nan, trace,
+                              values, current)
     rows = []
     for point in predict.interleave_tradeoff(chunk, decode, idle, values):
         row = point.to_row()
@@ -86,6 +114,7 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
         row["prompt_ttft_p90_seconds_at_least"] = ttft_now * point.ttft_stretch / now.ttft_stretch
         row["busy_ttft_p90_seconds_queueing"] = ttft_now * predict.queued_ttft_ratio(
             point.interleave, current, ledger.chunk_share_of_step_time, chunk, decode)
+        row["busy_ttft_p90_seconds_replay"] = _replayed(ttft_now, replay[point.interleave])
         rows.append(row)
     predicted = {
         "interleave": float(n),
@@ -107,6 +136,10 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
         "busy_ttft_p90_seconds_at_least": ttft_now * scale,
         "busy_ttft_p90_seconds_queueing": ttft_now * predict.queued_ttft_ratio(
             n, current, ledger.chunk_share_of_step_time, chunk, decode),
+        "busy_ttft_p90_seconds_replay": _replayed(ttft_now, replay[n]),
+        "ttft_p90_ratio_replay": _replayed(1.0, replay[n]),
+        "replay_ttft_p90_seconds_now": replay[n].replay_seconds_now,
+        "replay_busy_intervals": float(replay[n].selected_intervals),
         "prefill_load_now": ledger.chunk_share_of_step_time,
         "prefill_load_predicted": ledger.chunk_share_of_step_time * (1 + n * decode / chunk),
     }
@@ -122,7 +155,11 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
              "TTFT: the stretch is the prompt's own; queued requests wait behind the stretched prefill "
              "too, so where busy periods run back to back TTFT p90 grows faster than the stretch; the "
              "queueing column scales it by (1 - load) / (1 - load x stretch), load = chunk steps' share "
-             "of step time (M/M/1), unbounded once load x stretch reaches 1"]
+             "of step time (M/M/1), unbounded once load x stretch reaches 1",
+             "TTFT replay: the recording's own prefill work and requests, interval by interval, through a FIFO "
+             "prefill server at the ledger's capacity slowed by the stretch (arrivals at random instants inside "
+             "each interval); TTFT p90 now x replay p90 under N / replay p90 now"
+             + ("" if replay[n].ratio is not None else f" - not available: {replay[n].reason}")]
     if not reached:
         notes.append(f"no N up to {predict.MAX_INTERLEAVE} reaches the target: the share tends to "
                      f"(1/D)/idle = {(1 / decode) / idle:.0%}")
@@ -245,14 +282,19 @@ def recommend_kv_headroom(report: CensusReport, flags: Mapping[str, str], boot: 
 
 def recommend(report: CensusReport, flags: Mapping[str, str] | None = None, boot: BootLedger | None = None,
               target_decode_share: float = DEFAULT_TARGET_DECODE_SHARE,
-              prefix_hit_depths_tokens: Sequence[int] = ()) -> tuple[Recommendation, ...]:
-    """One recommendation per mechanism the verdict found (none for none/inconclusive)."""
+              prefix_hit_depths_tokens: Sequence[int] = (),
+              trace: PrefillTrace | None = None) -> tuple[Recommendation, ...]:
+    """One recommendation per mechanism the verdict found (none for none/inconclusive).
+
+    ``trace`` is the analysed shape's prefill trace, for the replayed TTFT column.
+    """
     flags = dict(flags or {})
     boot = boot or BootLedger()
     found = set(report.verdict.mechanisms) | {report.verdict.mechanism}
     out: list[Recommendation] = []
     if Mechanism.STEP_TIME_SHARING in found:
-        out.append(recommend_interleave(report.ledger, report.buckets, flags, target_decode_share, report.profile))
+        out.append(recommend_interleave(report.ledger, report.buckets, flags, target_decode_share, report.profile,
+                                        trace))
     if Mechanism.EVICTION in found:
         out.append(recommend_arena(report.ledger, report, flags, boot))
     if Mechanism.PREEMPTION_STALL in found:

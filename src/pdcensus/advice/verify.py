@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdcensus.advice import predict
+from pdcensus.advice import predict, ttft_replay
 from pdcensus.advice.evidence import Argv
 from pdcensus.advice.knobs import CounterCheck, Knob, get_knob
 from pdcensus.advice.model import ArmOutcome, ArmStep, ArmVerdict, StepStatus
@@ -218,6 +218,22 @@ def compare_buckets(knob: Knob, pair: BucketPair) -> ArmStep:
                    text if ok else text + ": the arm did not move the busy bucket", numbers)
 
 
+def replay_prediction(interleave: int, current: int, before: Window,
+                      busy_low_tokens_per_second: float) -> ttft_replay.ReplayForecast:
+    """The before window's replayed TTFT p90 ratio for N, over its busy intervals (pooled busy bucket)."""
+    ledger = before.report.ledger
+    trace = ttft_replay.trace_from_signals(before.signals)
+    selected = trace.busy(busy_low_tokens_per_second)
+    if selected is None:
+        return ttft_replay.ReplayForecast(interleave, None, "no idle threshold or prefill series to select busy "
+                                                            "intervals from")
+    return ttft_replay.replay_ttft_ratio(
+        trace.times, trace.work_tokens, trace.requests, chunk_step_seconds=ledger.chunk_step_seconds,
+        decode_step_seconds=ledger.decode_step_seconds,
+        chunk_tokens=ttft_replay.chunk_tokens_per_step(ledger, trace.work_tokens), interleave=interleave,
+        current_interleave=current, interval_seconds=trace.interval_seconds, selected=selected)
+
+
 def interleave_prediction(value: str | None, before: Window, numbers: dict[str, float],
                           current: int = 0) -> tuple[dict[str, float], dict[str, float]]:
     """The before window's prediction for N beside what the after window measured."""
@@ -234,6 +250,9 @@ def interleave_prediction(value: str | None, before: Window, numbers: dict[str, 
                  "ttft_p90_ratio_queueing": predict.queued_ttft_ratio(n, current, ledger.chunk_share_of_step_time,
                                                                       c, d),
                  "prefill_load": ledger.chunk_share_of_step_time}
+    replay = replay_prediction(n, current, before, numbers.get("idle_threshold_tokens_per_second", math.nan))
+    predicted["ttft_p90_ratio_replay"] = replay.ratio if replay.ratio is not None else math.nan
+    predicted["replay_busy_intervals"] = float(replay.selected_intervals)
     after_busy = numbers["busy_per_stream_after"]
     observed = {"busy_per_stream_tokens_per_second": after_busy, "ttft_p90_ratio": numbers["ttft_p90_ratio"],
                 "prediction_error": after_busy / predicted["busy_per_stream_tokens_per_second"] - 1}

@@ -8,6 +8,7 @@ ran, whatever it found, and 1 with ``--strict`` when any finding is an error;
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -84,6 +85,10 @@ def verify_arm_command(
         typer.echo(f"  predicted    busy per-stream {p['busy_per_stream_tokens_per_second']:.1f} tok/s, "
                    f"TTFT x{p['ttft_stretch']:.2f} (from the before ledger: chunk step "
                    f"{p['chunk_step_seconds']:.3f} s, decode-only step {p['decode_step_seconds']:.4f} s)")
+        replayed = p.get("ttft_p90_ratio_replay")
+        typer.echo(f"  predicted    busy TTFT p90 x{replayed:.2f} (replay of the before window's prefill trace)"
+                   if replayed is not None and math.isfinite(replayed)
+                   else "  predicted    busy TTFT p90: no replay (see --json)")
         typer.echo(f"  observed     busy per-stream {o['busy_per_stream_tokens_per_second']:.1f} tok/s "
                    f"({o['prediction_error']:+.0%} vs predicted), TTFT p90 x{o['ttft_p90_ratio']:.2f}")
 

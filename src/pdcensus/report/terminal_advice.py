@@ -23,6 +23,7 @@ _TRADEOFF_COLUMNS = (
     ("ttft_stretch", "prompt TTFT x", "{:.2f}"),
     ("prompt_ttft_p90_seconds_at_least", "TTFT p90 >= (s)", "{:.2f}"),
     ("busy_ttft_p90_seconds_queueing", "TTFT p90 queueing (s)", "{:.2f}"),
+    ("busy_ttft_p90_seconds_replay", "TTFT p90 replay (s)", "{:.2f}"),
 )
 
 
