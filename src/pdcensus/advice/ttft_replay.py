@@ -56,6 +56,7 @@ import numpy as np
 from pdcensus.census.model import CensusReport, LedgerResult
 from pdcensus.census.shape import split_shapes
 from pdcensus.census.signals import ShapeSignals, extract_signals
+from pdcensus.census.usable import admit_samples
 from pdcensus.series.model import Recording
 from pdcensus.series.profiles import Signal, detect_profile
 
@@ -281,6 +282,7 @@ def trace_for_report(recording: Recording, report: CensusReport, start: float | 
     if endpoint is None or report.shape.analysed is None:
         return None
     ep = endpoint.slice_time(start, end) if start is not None or end is not None else endpoint
+    ep = admit_samples(ep, recording.families).endpoint  # the samples the census used, so the same shapes
     split = split_shapes(ep, recording.families)
     if not 1 <= report.shape.analysed <= len(split.rows):
         return None

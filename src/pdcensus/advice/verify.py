@@ -29,6 +29,7 @@ from pdcensus.census.model import BucketTable, CensusReport
 from pdcensus.census.run import CensusOptions, census_recording
 from pdcensus.census.shape import choose_segment, split_shapes
 from pdcensus.census.signals import ShapeSignals, extract_signals
+from pdcensus.census.usable import admit_samples
 from pdcensus.errors import DataError
 from pdcensus.series.model import Recording
 from pdcensus.series.profiles import Signal, detect_profile
@@ -51,6 +52,7 @@ def read_window(recording: Recording, instance: str | None = None) -> Window:
     report = census_recording(recording, CensusOptions(instance=instance, replicates=VERIFY_REPLICATES))[0]
     endpoint = recording.endpoint(instance) if instance or len(recording.endpoints) == 1 else next(
         ep for ep in recording.endpoints if ep.instance == report.instance)
+    endpoint = admit_samples(endpoint, recording.families).endpoint  # the samples the census used
     split = split_shapes(endpoint, recording.families)
     shape = choose_segment(split, None)
     assert shape.analysed is not None

@@ -30,6 +30,7 @@ from pdcensus.census.shape import choose_segment, split_shapes
 from pdcensus.census.signals import ShapeSignals, extract_signals
 from pdcensus.census.traps import REPLAY_SHARE, check_traps, replay_share
 from pdcensus.census.ttft import ttft_summary
+from pdcensus.census.usable import admit_samples, left_out_trap
 from pdcensus.census.verdict import VerdictInputs, decide
 from pdcensus.errors import DataError
 from pdcensus.series.model import Endpoint, Family, Recording
@@ -84,20 +85,24 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
                     options: CensusOptions = CensusOptions()) -> CensusReport:
     """The whole census of one endpoint's window."""
     ep = endpoint.slice_time(options.start, options.end) if options.start or options.end else endpoint
+    # decided once, before the shape is proven: a sample that is no usable number is a missed scrape
+    admission = admit_samples(ep, families)
+    scraped, ep = ep, admission.endpoint
     split = split_shapes(ep, families)
     if not split.rows:
         raise DataError(f"{source}: instance {endpoint.instance!r} has no good scrape in the window")
     shape = choose_segment(split, options.segment)
     assert shape.analysed is not None
     rows = split.rows[shape.analysed - 1]
-    names = {k.name for k, ok in zip(ep.keys, ep.present[rows].any(axis=0)) if ok}
+    # the metric set is what was scraped, whether or not its samples were usable
+    names = {k.name for k, ok in zip(scraped.keys, scraped.present[rows].any(axis=0)) if ok}
     det = detect_profile(names)
     if det is None:
         raise DataError(f"{source}: instance {endpoint.instance!r}, shape {shape.analysed}: no engine metric "
                         "(radiance:, vllm: or sglang:)")
     seg_times = ep.timestamps[rows]
     scrape_interval = float(np.median(np.diff(seg_times))) if rows.size > 1 else float("nan")
-    s = extract_signals(ep, rows, det.profile, scrape_interval)
+    s = extract_signals(ep, rows, det.profile, scrape_interval, scraped_names=frozenset(names))
     if s.decode_tokens_per_second is None or s.prefill_tokens_per_second is None:
         prof = det.profile
         raise DataError(f"{source}: no decode/prefill signal in shape {shape.analysed}: expected "
@@ -123,7 +128,9 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     ttft_hist = s.histograms.get(Signal.TTFT)
     basis = ("counter increase / interval (interval means, not same-scrape gauges)" if s.rates_from_counters
              else "same-scrape gauges")
-    warn = ("decode and prefill exist only as counters here: rates are interval means",) if s.rates_from_counters else ()
+    left_out = admission.left_out + s.left_out
+    warn = (("decode and prefill exist only as counters here: rates are interval means",) if s.rates_from_counters
+            else ()) + tuple(x.text for x in left_out)
     table = bucket_table(a, decode, running, prefill_name="prefill", basis=basis, scrape_interval_seconds=scrape_interval,
                          ttft=ttft_hist, preemptions=s.increase(Signal.PREEMPTIONS), warnings=warn)
     share, replay_rate = replay_share(s)
@@ -135,7 +142,7 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
                                     basis=basis + "; replay = prefix-hit cut increase / interval",
                                     scrape_interval_seconds=scrape_interval, ttft=ttft_hist,
                                     preemptions=s.increase(Signal.PREEMPTIONS))
-    traps = check_traps(s, ledger, preemption, shape)
+    traps = check_traps(s, ledger, preemption, shape) + (left_out_trap(left_out),)
 
     inputs = _verdict_inputs(shape.proven, shape.segments[shape.analysed - 1].reason if shape.proven else
                              "the analysed shape could not be proven one shape", s, a, p, wdec, hist, W, excess,

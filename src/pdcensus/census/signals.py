@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pdcensus.census.counters import summed_gauge, summed_increase
+from pdcensus.census.usable import LeftOut, bounded_rate
 from pdcensus.series.engine_ledger import ledger_increases, term_increases
 from pdcensus.series.model import Endpoint
 from pdcensus.series.profiles import COUNTER_SIGNALS, HISTOGRAM_SIGNALS, LEDGER_SIGNALS, RATE_TERMS, Profile, Signal
@@ -52,6 +53,8 @@ class ShapeSignals:
     decode_tokens_per_second: np.ndarray | None = None
     prefill_tokens_per_second: np.ndarray | None = None
     rates_from_counters: bool = False
+    # rates derived from counters that were left out as unusable (see pdcensus.census.usable)
+    left_out: tuple[LeftOut, ...] = ()
 
     @property
     def n(self) -> int:
@@ -74,8 +77,13 @@ def _parse_le(text: str | None) -> float:
 
 
 def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
-                    scrape_interval_seconds: float) -> ShapeSignals:
-    """Read every signal the profile names from the given endpoint rows (one shape)."""
+                    scrape_interval_seconds: float, *, scraped_names: frozenset[str] = frozenset()) -> ShapeSignals:
+    """Read every signal the profile names from the given endpoint rows (one shape).
+
+    ``scraped_names``: names that were scraped in these rows but whose every sample was left
+    out as unusable (``pdcensus.census.usable``); such a gauge or counter is read as all
+    missing (NaN), not as never exported, so the metric set stays what the endpoint exports.
+    """
     rows = np.asarray(rows, dtype=np.int64)
     times = endpoint.timestamps[rows]
     dt = np.full(rows.size, np.nan)
@@ -106,7 +114,11 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
             histograms[signal] = Histogram(name, bounds, inc)
             continue
         cols = by_name.get(name, [])
-        if not cols or not present[:, cols].any():
+        if not cols:
+            continue
+        if not present[:, cols].any():
+            if name in scraped_names:
+                (increases if signal in COUNTER_SIGNALS else gauges)[signal] = np.full(rows.size, np.nan)
             continue
         if signal in COUNTER_SIGNALS:
             increases[signal] = summed_increase(values[:, cols], present[:, cols])
@@ -126,13 +138,20 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
     decode = gauges.get(Signal.DECODE_TPS)
     prefill = gauges.get(Signal.PREFILL_TPS)
     from_counters = False
+    left_out: list[LeftOut] = []
     if decode is None or prefill is None:
         gen, prompt = increases.get(Signal.GENERATION_TOKENS), increases.get(Signal.PROMPT_TOKENS)
         if gen is not None and prompt is not None:
-            with np.errstate(invalid="ignore", divide="ignore"):
-                decode, prefill = gen / dt, prompt / dt
+            # admitted increases are at most 2**53, but a file may put two scrapes a denormal apart:
+            # the overflow is then +inf, which bounded_rate leaves out (and counts) like any rate
+            # beyond the tokens/s bound
+            with np.errstate(invalid="ignore", divide="ignore", over="ignore"):
+                raw_decode, raw_prefill = gen / dt, prompt / dt
+            decode, gen_left = bounded_rate(raw_decode, f"rate of {profile.name_of(Signal.GENERATION_TOKENS)}")
+            prefill, prompt_left = bounded_rate(raw_prefill, f"rate of {profile.name_of(Signal.PROMPT_TOKENS)}")
+            left_out += [x for x in (gen_left, prompt_left) if x is not None]
             from_counters = True
         else:
             decode = prefill = None
     return ShapeSignals(times, dt, scrape_interval_seconds, profile, names, gauges, increases, histograms,
-                        decode, prefill, from_counters)
+                        decode, prefill, from_counters, tuple(left_out))
