@@ -54,11 +54,11 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdcensus.census.model import CensusReport, LedgerResult
-from pdcensus.census.shape import split_shapes
-from pdcensus.census.signals import ShapeSignals, extract_signals
-from pdcensus.census.usable import admit_samples
+from pdcensus.census.run import read_shape
+from pdcensus.census.signals import ShapeSignals
+from pdcensus.errors import CensusError
 from pdcensus.series.model import Recording
-from pdcensus.series.profiles import Signal, detect_profile
+from pdcensus.series.profiles import Signal
 
 REPLICATES = 8  # within-interval arrival draws, pooled
 JOB_BUDGET = 400_000  # replayed jobs over all draws: fewer draws where one draw already holds many requests
@@ -281,18 +281,14 @@ def trace_for_report(recording: Recording, report: CensusReport, start: float | 
                     None)
     if endpoint is None or report.shape.analysed is None:
         return None
-    ep = endpoint.slice_time(start, end) if start is not None or end is not None else endpoint
-    ep = admit_samples(ep, recording.families).endpoint  # the samples the census used, so the same shapes
-    split = split_shapes(ep, recording.families)
-    if not 1 <= report.shape.analysed <= len(split.rows):
+    try:  # the census's own reading of the shape it analysed: the same samples, shapes and signals
+        read = read_shape(endpoint, recording.families, recording.source or "recording", report.shape.analysed,
+                          start, end)
+    except CensusError:
         return None
-    rows = split.rows[report.shape.analysed - 1]
-    names = {k.name for k, ok in zip(ep.keys, ep.present[rows].any(axis=0)) if ok}
-    det = detect_profile(names)
-    if det is None or rows.size < 2:
+    if read.rows.size < 2:
         return None
-    interval = float(np.median(np.diff(ep.timestamps[rows])))
-    return trace_from_signals(extract_signals(ep, rows, det.profile, interval))
+    return trace_from_signals(read.signals)
 
 
 def chunk_tokens_per_step(ledger: LedgerResult, work_tokens: np.ndarray | None) -> float:

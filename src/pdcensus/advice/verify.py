@@ -26,13 +26,10 @@ from pdcensus.advice.knobs import CounterCheck, Knob, get_knob
 from pdcensus.advice.model import ArmOutcome, ArmStep, ArmVerdict, StepStatus
 from pdcensus.census.buckets import BucketAssignment, assign_buckets, bucket_table
 from pdcensus.census.model import BucketTable, CensusReport
-from pdcensus.census.run import CensusOptions, census_recording
-from pdcensus.census.shape import choose_segment, split_shapes
-from pdcensus.census.signals import ShapeSignals, extract_signals
-from pdcensus.census.usable import admit_samples
-from pdcensus.errors import DataError
+from pdcensus.census.run import CensusOptions, census_recording, read_shape
+from pdcensus.census.signals import ShapeSignals
 from pdcensus.series.model import Recording
-from pdcensus.series.profiles import Signal, detect_profile
+from pdcensus.series.profiles import Signal
 
 MIN_BUSY_SAMPLES = 8  # per window, busy scrapes with a per-stream rate
 MIN_CHANGE = 0.10  # a per-stream rate or TTFT must move by this share to count
@@ -52,18 +49,8 @@ def read_window(recording: Recording, instance: str | None = None) -> Window:
     report = census_recording(recording, CensusOptions(instance=instance, replicates=VERIFY_REPLICATES))[0]
     endpoint = recording.endpoint(instance) if instance or len(recording.endpoints) == 1 else next(
         ep for ep in recording.endpoints if ep.instance == report.instance)
-    endpoint = admit_samples(endpoint, recording.families).endpoint  # the samples the census used
-    split = split_shapes(endpoint, recording.families)
-    shape = choose_segment(split, None)
-    assert shape.analysed is not None
-    rows = split.rows[shape.analysed - 1]
-    names = {k.name for k, ok in zip(endpoint.keys, endpoint.present[rows].any(axis=0)) if ok}
-    det = detect_profile(names)
-    if det is None:
-        raise DataError(f"{recording.source}: no engine metric in the analysed shape")
-    times = endpoint.timestamps[rows]
-    interval = float(np.median(np.diff(times))) if rows.size > 1 else math.nan
-    return Window(report, extract_signals(endpoint, rows, det.profile, interval))
+    read = read_shape(endpoint, recording.families, recording.source or "recording")  # the census's own reading
+    return Window(report, read.signals)
 
 
 def assign_with_edges(prefill: np.ndarray, edges: tuple[float, ...], labels: tuple[str, ...]) -> BucketAssignment:

@@ -23,18 +23,18 @@ from pdcensus.census.buckets import (
 )
 from pdcensus.census.lag import History, history, lag_test
 from pdcensus.census.ledger import LedgerExcess, step_ledger
-from pdcensus.census.model import CensusReport, LossShares, PreemptionResult, Timeline
+from pdcensus.census.model import CensusReport, LossShares, PreemptionResult, ShapeResult, Timeline
 from pdcensus.census.passes import runbook_passes
 from pdcensus.census.preemption import PreemptionLoss, preemption_bursts
 from pdcensus.census.shape import choose_segment, split_shapes
 from pdcensus.census.signals import ShapeSignals, extract_signals
 from pdcensus.census.traps import REPLAY_SHARE, check_traps, replay_share
 from pdcensus.census.ttft import ttft_summary
-from pdcensus.census.usable import admit_samples, left_out_trap
+from pdcensus.census.usable import LeftOut, admit_samples, left_out_trap
 from pdcensus.census.verdict import VerdictInputs, decide
 from pdcensus.errors import DataError
 from pdcensus.series.model import Endpoint, Family, Recording
-from pdcensus.series.profiles import Signal, detect_profile
+from pdcensus.series.profiles import Detection, Signal, detect_profile
 
 # A burst lines up with a stall when decode at the burst is this far below its bucket's
 # baseline, or prefill (the re-prefill from token 0) this far above its mean.
@@ -81,17 +81,35 @@ def _heavy(s: ShapeSignals, a: BucketAssignment) -> np.ndarray:
     return heavy
 
 
-def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str,
-                    options: CensusOptions = CensusOptions()) -> CensusReport:
-    """The whole census of one endpoint's window."""
-    ep = endpoint.slice_time(options.start, options.end) if options.start or options.end else endpoint
+@dataclass(frozen=True)
+class ShapeRead:
+    """One endpoint's analysed shape, read the census's way: usable samples, proven shape, engine, signals."""
+
+    shape: ShapeResult
+    rows: np.ndarray
+    detection: Detection
+    scrape_interval_seconds: float
+    signals: ShapeSignals
+    left_out: tuple[LeftOut, ...]
+
+
+def read_shape(endpoint: Endpoint, families: dict[str, Family], source: str, segment: int | None = None,
+               start: float | None = None, end: float | None = None) -> ShapeRead:
+    """The shape the census analyses (``segment``, else the latest) of ``endpoint`` between ``start`` and ``end``.
+
+    Samples that are no usable number are left out first (:mod:`pdcensus.census.usable`); the
+    engine is detected from what was scraped, whether or not its samples were usable. The
+    census and the advice that re-reads a window (verify-arm, the TTFT replay) go through here,
+    so they see the same shapes and the same signals.
+    """
+    ep = endpoint.slice_time(start, end) if start or end else endpoint
     # decided once, before the shape is proven: a sample that is no usable number is a missed scrape
     admission = admit_samples(ep, families)
     scraped, ep = ep, admission.endpoint
     split = split_shapes(ep, families)
     if not split.rows:
         raise DataError(f"{source}: instance {endpoint.instance!r} has no good scrape in the window")
-    shape = choose_segment(split, options.segment)
+    shape = choose_segment(split, segment)
     assert shape.analysed is not None
     rows = split.rows[shape.analysed - 1]
     # the metric set is what was scraped, whether or not its samples were usable
@@ -103,6 +121,14 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     seg_times = ep.timestamps[rows]
     scrape_interval = float(np.median(np.diff(seg_times))) if rows.size > 1 else float("nan")
     s = extract_signals(ep, rows, det.profile, scrape_interval, scraped_names=frozenset(names))
+    return ShapeRead(shape, rows, det, scrape_interval, s, admission.left_out + s.left_out)
+
+
+def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str,
+                    options: CensusOptions = CensusOptions()) -> CensusReport:
+    """The whole census of one endpoint's window."""
+    read = read_shape(endpoint, families, source, options.segment, options.start, options.end)
+    shape, det, s, scrape_interval = read.shape, read.detection, read.signals, read.scrape_interval_seconds
     if s.decode_tokens_per_second is None or s.prefill_tokens_per_second is None:
         prof = det.profile
         raise DataError(f"{source}: no decode/prefill signal in shape {shape.analysed}: expected "
@@ -128,7 +154,7 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     ttft_hist = s.histograms.get(Signal.TTFT)
     basis = ("counter increase / interval (interval means, not same-scrape gauges)" if s.rates_from_counters
              else "same-scrape gauges")
-    left_out = admission.left_out + s.left_out
+    left_out = read.left_out
     warn = (("decode and prefill exist only as counters here: rates are interval means",) if s.rates_from_counters
             else ()) + tuple(x.text for x in left_out)
     table = bucket_table(a, decode, running, prefill_name="prefill", basis=basis, scrape_interval_seconds=scrape_interval,
@@ -144,6 +170,7 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
                                     preemptions=s.increase(Signal.PREEMPTIONS))
     traps = check_traps(s, ledger, preemption, shape) + (left_out_trap(left_out),)
 
+    assert shape.analysed is not None
     inputs = _verdict_inputs(shape.proven, shape.segments[shape.analysed - 1].reason if shape.proven else
                              "the analysed shape could not be proven one shape", s, a, p, wdec, hist, W, excess,
                              running, dt, tail_effect, ploss, preemption)
@@ -151,7 +178,7 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     losses = _losses(inputs, ploss.basis, excess is not None)
     ttft = ttft_summary(ttft_hist, a, det.profile.name)
     passes = runbook_passes(det.profile, shape, ledger, table, lag, ttft, preemption, inputs)
-    return CensusReport(source, ep.job, ep.instance, det.profile.name, det.reason, verdict, shape, ledger, table,
+    return CensusReport(source, endpoint.job, endpoint.instance, det.profile.name, det.reason, verdict, shape, ledger, table,
                         client_table, lag, ttft, preemption, traps, losses, _timeline(s, running), passes=passes)
 
 
