@@ -347,3 +347,20 @@ def test_the_cli_reads_float_limit_values_from_a_file_and_reports_them_without_a
         assert name in warnings, name
     page = html.read_text()
     assert LEFT_OUT in page and "left out 3 of 240 samples of radiance:prefill_tokens_per_second" in page
+
+
+def test_an_idle_per_stream_rate_of_zero_leaves_the_lag_ratios_unjudged_never_infinite() -> None:
+    # Decoders 'running' but at 0 tok/s whenever prefill is idle: busy / idle has no value.
+    recording = sharing_recording(240)
+    ep = recording.endpoint()
+    names = [k.name for k in ep.keys]
+    decode = names.index("radiance:decode_tokens_per_second")
+    idle = ep.values[:, names.index("radiance:prefill_tokens_per_second")] <= 100.0
+    assert idle.sum() >= 30
+    ep.values[idle, decode] = 0.0
+    report = census_recording(recording, OPTIONS)[0]
+    assert report.verdict.mechanism in set(Mechanism)
+    assert all(not np.isinf(p.effect) for p in report.lag.points)
+    assert np.isnan(report.lag.points[0].effect)
+    lag0 = next(e for e in report.verdict.evidence if e.rule == "lag0-effect")
+    assert lag0.value is None and not lag0.satisfied

@@ -118,7 +118,8 @@ def lag_test(
     b = weighted_ratio(w, (wt * p)[:, None] * b_mask, wt[:, None] * b_mask)
     thin = ((w @ a_mask) < MIN_GROUP_SAMPLES / 2) | ((w @ b_mask) < MIN_GROUP_SAMPLES / 2)
     with np.errstate(invalid="ignore", divide="ignore"):
-        effect = np.where(thin, np.nan, a / b)
+        # an idle reference of 0 tok/s per stream gives no ratio (not +inf): the lag is left unjudged
+        effect = np.where(thin | ~(b > 0), np.nan, a / b)
     na, nb = a_mask.sum(axis=0), b_mask.sum(axis=0)
     points: list[LagPoint] = []
     longest = 0.0
@@ -135,7 +136,7 @@ def lag_test(
     tb = weighted_ratio(w, wt * p * clean_m, wt * clean_m)
     thin_t = ((w @ tail_m) < MIN_GROUP_SAMPLES / 2) | ((w @ clean_m) < MIN_GROUP_SAMPLES / 2)
     with np.errstate(invalid="ignore", divide="ignore"):
-        tail_effect = np.where(thin_t, np.nan, ta / tb)
+        tail_effect = np.where(thin_t | ~(tb > 0), np.nan, ta / tb)
     n_tail, n_clean = int(tail_m.sum()), int(clean_m.sum())
     enough = n_tail >= MIN_GROUP_SAMPLES and n_clean >= MIN_GROUP_SAMPLES
     if not enough:
