@@ -364,3 +364,18 @@ def test_an_idle_per_stream_rate_of_zero_leaves_the_lag_ratios_unjudged_never_in
     assert np.isnan(report.lag.points[0].effect)
     lag0 = next(e for e in report.verdict.evidence if e.rule == "lag0-effect")
     assert lag0.value is None and not lag0.satisfied
+
+
+def test_a_tgi_histogram_sum_at_infinity_is_left_out_and_named() -> None:
+    # TGI's profile reads prompt tokens from tgi_request_input_length_sum: a histogram _sum read as a counter.
+    from pdcensus.sim.run import simulate
+
+    recording = simulate("step-time-sharing", duration_seconds=1800.0, seed=0, profile="tgi").recording
+    ep = recording.endpoint()
+    column = next(i for i, k in enumerate(ep.keys) if k.name == "tgi_request_input_length_sum")
+    ep.values[40:43, column] = np.inf
+    report = census_recording(recording, OPTIONS)[0]
+    assert report.verdict.mechanism in set(Mechanism)
+    trap = next(t for t in report.traps if t.name == "unusable-samples-left-out")
+    assert trap.fired and trap.value == 3 and "tgi_request_input_length_sum" in trap.text
+    assert any("tgi_request_input_length_sum" in w for w in report.buckets.warnings)

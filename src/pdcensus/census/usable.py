@@ -23,7 +23,8 @@ above anything an endpoint can produce, so no real reading is ever left out:
 - KV-cache usage: ``100``. It is a fraction in [0, 1]; some exporters scale it to percent.
 - process start time: ``1e11`` seconds since the epoch (the year 5138).
 
-Counters (a counter's ``_total``, a histogram's ``_bucket`` and ``_count``): a sample is
+Counters (a counter's ``_total``, a histogram's ``_bucket``, ``_count`` and ``_sum``; TGI's
+profile reads prompt tokens and forward seconds from ``_sum`` series): a sample is
 usable when it is finite and its magnitude is at most ``2**53`` (:data:`MAX_COUNTER_VALUE`):
 above it a float64 cannot add one, so increases between scrapes are rounding, not counts. A
 counter that goes down within those limits (even below zero) is still a reset, by
@@ -50,7 +51,7 @@ import numpy as np
 
 from pdcensus.census.model import Trap
 from pdcensus.census.shape import is_counter_sample
-from pdcensus.series.model import Endpoint, Family, SeriesKey
+from pdcensus.series.model import Endpoint, Family, MetricType, SeriesKey
 from pdcensus.series.profiles import COUNTER_SIGNALS, HISTOGRAM_SIGNALS, PROFILES, Signal
 
 TRAP_NAME = "unusable-samples-left-out"
@@ -132,6 +133,12 @@ def _series_name(key: SeriesKey) -> str:
     return str(key.without("job", "instance"))
 
 
+def _is_histogram_sum(name: str, families: dict[str, Family]) -> bool:
+    """A histogram's ``_sum``: read as a counter by some profiles (TGI's prompt tokens, its forward seconds)."""
+    family = families.get(name.removesuffix("_sum")) if name.endswith("_sum") else None
+    return family is not None and family.type == MetricType.HISTOGRAM
+
+
 def admit_samples(endpoint: Endpoint, families: dict[str, Family]) -> Admission:
     """Mark absent every sample the census reads that is not a usable number (see the module doc).
 
@@ -141,8 +148,8 @@ def admit_samples(endpoint: Endpoint, families: dict[str, Family]) -> Admission:
     given is not changed; when anything was left out, a copy is returned whose ``present`` mask
     is narrower and whose left-out cells hold NaN (what an absent cell holds everywhere).
     """
-    bounds = [COUNTER_BOUND if is_counter_sample(key.name, families) else _GAUGE_BOUND_OF.get(key.name)
-              for key in endpoint.keys]
+    bounds = [COUNTER_BOUND if is_counter_sample(key.name, families) or _is_histogram_sum(key.name, families)
+              else _GAUGE_BOUND_OF.get(key.name) for key in endpoint.keys]
     cols = np.array([i for i, b in enumerate(bounds) if b is not None], dtype=np.intp)
     if cols.size == 0 or endpoint.n_scrapes == 0:
         return Admission(endpoint, ())
