@@ -1,27 +1,18 @@
-"""Real local servers the fault tests break on purpose: an engine's /metrics and a Prometheus process.
+"""A real local engine endpoint the fault tests break on purpose (Prometheus: ``pdcensus.sources.prometheus_local``).
 
 ``EngineServer`` is a threaded HTTP server on 127.0.0.1, port 0, serving Prometheus text
 0.0.4 with the signals the census reads (gauges from the same scrape, the step-ledger
 counters, ``up`` is the recorder's to write). It can be told to stop answering (each
 request then hangs past the scraper's timeout) and be closed (connections refused), as an
 engine does when it wedges and then dies.
-
-``start_prometheus`` backfills an OpenMetrics file into a fresh TSDB with the installed
-``promtool`` and starts the installed ``prometheus`` on 127.0.0.1, on a free port; the
-caller holds the process, so a test can kill it between two requests.
 """
 
 from __future__ import annotations
 
 import http.server
-import shutil
-import socket
-import subprocess
 import threading
 import time
-from pathlib import Path
 
-import httpx
 
 HANG_SECONDS = 2.0
 
@@ -99,53 +90,3 @@ class EngineServer:
             self.closed = True
             self.httpd.shutdown()
             self.httpd.server_close()
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def prometheus_binaries() -> tuple[str, str] | None:
-    promtool, prometheus = shutil.which("promtool"), shutil.which("prometheus")
-    return (promtool, prometheus) if promtool and prometheus else None
-
-
-def start_prometheus(om_path: Path, work: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """``(process, base URL)`` of a real Prometheus serving the backfilled ``om_path``."""
-    binaries = prometheus_binaries()
-    assert binaries is not None, "promtool and prometheus must be installed"
-    promtool, prometheus = binaries
-    data = work / "data"
-    data.mkdir(parents=True)
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(om_path), str(data)],
-                   capture_output=True, check=True, timeout=120)
-    config = work / "prometheus.yml"
-    config.write_text("global:\n  scrape_interval: 15s\n")
-    port = free_port()
-    url = f"http://127.0.0.1:{port}"
-    log = (work / "prometheus.log").open("wb")
-    process = subprocess.Popen(
-        [prometheus, f"--config.file={config}", f"--storage.tsdb.path={data}", "--storage.tsdb.retention.time=100y",
-         f"--web.listen-address=127.0.0.1:{port}"], stdout=log, stderr=subprocess.STDOUT)
-    log.close()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"prometheus exited: {(work / 'prometheus.log').read_text()[-2000:]}")
-        try:
-            if httpx.get(f"{url}/-/ready", timeout=2.0).status_code == 200:
-                return process, url
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    process.kill()
-    raise RuntimeError(f"prometheus at {url} not ready after 60 s")
-
-
-def stop(process: subprocess.Popen[bytes]) -> None:
-    """Stop a process this test started (by its handle), waiting for it."""
-    if process.poll() is None:
-        process.kill()
-    process.wait(timeout=15)

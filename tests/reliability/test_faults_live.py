@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import http.server
+import shutil
 import subprocess
 import sys
 import threading
@@ -34,10 +35,11 @@ from pdcensus.errors import SourceUnreachableError
 from pdcensus.sources.load import load_source
 from pdcensus.sources.prometheus import fetch_recording
 from pdcensus.sources.prometheus_http import RetryPolicy
+from pdcensus.sources.prometheus_local import LocalPrometheus, free_port
 from pdcensus.sources.recorder import ScrapeOutcome, parse_target, record
 from pdcensus.sources.recorder_journal import scan_journal
 
-from .live_servers import EngineServer, free_port, prometheus_binaries, start_prometheus, stop
+from .live_servers import EngineServer
 from .recordings import SCRAPE_SECONDS, T0, sharing_recording, write_recording
 
 SIX = {m.value for m in Mechanism}
@@ -94,12 +96,12 @@ def test_an_endpoint_dying_mid_recording_leaves_up_0_rows_a_loadable_file_and_a_
 
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
-    if prometheus_binaries() is None:
+    if shutil.which("promtool") is None or shutil.which("prometheus") is None:
         pytest.skip("promtool and prometheus are not installed")
     work = tmp_path_factory.mktemp("prometheus")
-    process, url = start_prometheus(write_recording(work / "sharing.om", sharing_recording(240)), work)
-    yield process, url
-    stop(process)
+    with LocalPrometheus.backfilled(write_recording(work / "sharing.om", sharing_recording(240)), work) as server:
+        assert server.process is not None
+        yield server.process, server.url
 
 
 WINDOW = (T0, T0 + 239 * SCRAPE_SECONDS)

@@ -11,7 +11,6 @@ from __future__ import annotations
 import http.server
 import json
 import re
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -25,6 +24,7 @@ import pytest
 from pdcensus.errors import DataError, SourceUnreachableError, UsageError
 from pdcensus.sources.prometheus import FetchMode, fetch_recording, instant_query_api, selector_matchers
 from pdcensus.sources.prometheus_http import RetryPolicy
+from pdcensus.sources.prometheus_local import free_port
 
 FAST = RetryPolicy(attempts=3, base_delay_seconds=0.001, max_delay_seconds=0.002)
 T0 = 1_700_000_000.0
@@ -261,11 +261,6 @@ def test_a_wrong_base_url_is_a_404_hint() -> None:
     with pytest.raises(SourceUnreachableError, match="no Prometheus HTTP API here"):
         fetch(lambda r: httpx.Response(404, text="not found"))
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_an_unreachable_server_is_exit_4_with_its_url() -> None:

@@ -6,7 +6,6 @@ import asyncio
 import http.server
 import os
 import signal
-import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +17,7 @@ import numpy as np
 import pytest
 
 from pdcensus.errors import DataError, RecordingParseError, UsageError
+from pdcensus.sources.prometheus_local import free_port
 from pdcensus.sources.recorder import JournalWriter, parse_target, record
 from pdcensus.sources.recorder_journal import (
     MAGIC,
@@ -97,11 +97,6 @@ def server() -> Iterator[MetricsServer]:
     yield srv
     srv.close()
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def run_record(urls: list[str], out: Path, interval: float, duration: float, job: str = "pdcensus-record") -> int:

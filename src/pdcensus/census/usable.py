@@ -51,7 +51,7 @@ import numpy as np
 
 from pdcensus.census.model import Trap
 from pdcensus.census.shape import is_counter_sample
-from pdcensus.series.model import Endpoint, Family, MetricType, SeriesKey
+from pdcensus.series.model import Endpoint, Family, MetricType, SeriesKey, family_of
 from pdcensus.series.profiles import COUNTER_SIGNALS, HISTOGRAM_SIGNALS, PROFILES, Signal
 
 TRAP_NAME = "unusable-samples-left-out"
@@ -135,8 +135,8 @@ def _series_name(key: SeriesKey) -> str:
 
 def _is_histogram_sum(name: str, families: dict[str, Family]) -> bool:
     """A histogram's ``_sum``: read as a counter by some profiles (TGI's prompt tokens, its forward seconds)."""
-    family = families.get(name.removesuffix("_sum")) if name.endswith("_sum") else None
-    return family is not None and family.type == MetricType.HISTOGRAM
+    family = family_of(name, families)
+    return name.endswith("_sum") and family is not None and family.type == MetricType.HISTOGRAM
 
 
 def admit_samples(endpoint: Endpoint, families: dict[str, Family]) -> Admission:

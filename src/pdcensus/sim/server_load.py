@@ -24,12 +24,9 @@ delay would be counted as the server's.
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import gc
 import json
 import random
 import time
-from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -38,6 +35,8 @@ from urllib.parse import urlsplit
 import httptools
 import httpx
 import numpy as np
+
+from pdcensus.sim.server_gc import CollectorPacer
 
 FINISH_GRACE_SECONDS = 60.0
 
@@ -281,23 +280,9 @@ async def run_load(url: str, *, clients: int, duration_seconds: float, speed: fl
                    seed: int = 0) -> LoadReport:
     """Drive ``url`` with ``clients`` streaming clients for ``duration_seconds``; in-flight streams then finish."""
     tally = _Tally()
-    with _collector_held():
+    with CollectorPacer():  # used only for its hold: nothing is collected until the end
         return await _drive(url, clients, duration_seconds, speed, max_tokens, prompt_chars,
                             scrape_interval_seconds, pid, seed, tally)
-
-
-@contextlib.contextmanager
-def _collector_held() -> Iterator[None]:
-    was_enabled = gc.isenabled()
-    gc.collect()
-    gc.freeze()
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.unfreeze()
-        if was_enabled:
-            gc.enable()
 
 
 async def _drive(url: str, clients: int, duration_seconds: float, speed: float, max_tokens: int,
