@@ -65,9 +65,12 @@ def history(times: np.ndarray, heavy: np.ndarray, scrape_interval_seconds: float
     quiet = ~heavy
     tail = quiet & busy_within(times, heavy, start, end)
     recent = busy_within(times, heavy, 0.5 * scrape_interval_seconds, end)
+    # a scrape is clean only when its whole 14-min lookback lies inside the window: at the start
+    # of a recording nothing is known of the prefill before it, so it cannot be called clean
+    seen = (np.asarray(times) - (times[0] if len(times) else 0.0)) >= end
     last = np.maximum.accumulate(np.where(heavy, np.arange(heavy.size), -1)) if heavy.size else np.zeros(0, int)
     since = np.where(last >= 0, times - times[np.maximum(last, 0)], np.inf)
-    return History(heavy, quiet, tail, quiet & ~recent, since)
+    return History(heavy, quiet, tail, quiet & ~recent & seen, since)
 
 
 def lag_seconds(scrape_interval_seconds: float) -> np.ndarray:

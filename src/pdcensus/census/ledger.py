@@ -63,6 +63,8 @@ class LedgerExcess:
     decode_steps: np.ndarray  # d(steps_decode), 0 where invalid
     reference_step_seconds: np.ndarray  # d0 per row (NaN without a reference)
     chunk_steps: np.ndarray  # d(steps - steps_decode), 0 where invalid
+    chunk_seconds: np.ndarray | None = None  # d(step_seconds - step_seconds_decode), 0 where invalid
+    chunk_steps_counted: bool = True  # False: a partial ledger (chunk_steps marks intervals, not counts)
     # per row, the longest decode-only step batch growth alone could explain (batch_step_bound)
     batch_step_bound: np.ndarray | None = None
 
@@ -210,7 +212,7 @@ def step_ledger(
         True, status, int(valid.sum()), _ratio(secs_d, steps_d, valid), _ratio(cs, cn, valid),
         _ratio(secs, steps, valid), total_steps, float(np.nansum(held[valid])),
         _ratio(cn, steps, valid), _ratio(cs, secs, valid), base, reference, float(during), float(after),
-        by_bucket, timeline,
+        by_bucket, timeline, partial=not counted,
     )
     dref = np.where(np.isfinite(dstep), dstep, d0)
     dt = np.nan_to_num(signals.interval_seconds)
@@ -222,4 +224,6 @@ def step_ledger(
     residency = np.clip(residency, -dt, dt)
     return result, LedgerExcess(np.where(valid, sharing, np.nan), np.where(valid, residency, np.nan), valid,
                                 np.where(valid, np.nan_to_num(secs_d), 0.0), np.where(valid, np.nan_to_num(steps_d), 0.0),
-                                d0, np.where(valid, np.nan_to_num(cn), 0.0), bound)
+                                d0, np.where(valid, np.nan_to_num(cn), 0.0),
+                                chunk_seconds=np.where(valid, np.nan_to_num(cs), 0.0), chunk_steps_counted=counted,
+                                batch_step_bound=bound)

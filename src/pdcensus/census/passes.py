@@ -23,13 +23,13 @@ from pdcensus.census.model import (
     ShapeResult,
     TtftResult,
 )
-from pdcensus.census.verdict import (
+from pdcensus.census.verdict_caps import (
     COUNTER_RATES_FACTOR,
     NO_LEDGER_FACTOR,
     NO_TAIL_TEST_FACTOR,
     SATURATED_SHARE,
-    VerdictInputs,
 )
+from pdcensus.census.verdict_inputs import VerdictInputs
 from pdcensus.series.profiles import LedgerQuantity, Profile, Signal, ledger_spec
 
 PASS_NAMES = ("shape", "ledger", "buckets", "lag", "ttft", "preemption", "traps")
@@ -37,7 +37,7 @@ PASS_NAMES = ("shape", "ledger", "buckets", "lag", "ttft", "preemption", "traps"
 
 def _ledger_pass(ledger: LedgerResult, profile: Profile) -> PassRecord:
     spec = ledger_spec(profile)
-    if ledger.available and ledger.reason != "ran":
+    if ledger.available and ledger.partial:
         return PassRecord("ledger", True, 1.0, ledger.reason)
     if ledger.available:
         held = ("held steps" if LedgerQuantity.HELD_STEPS in spec.terms else

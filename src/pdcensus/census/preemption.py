@@ -21,6 +21,7 @@ measured: the share is NaN (unmeasurable), never a silent zero.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import Enum
 
 import numpy as np
 
@@ -37,12 +38,24 @@ MAX_BURST_COVERAGE = 0.5
 MIN_BASELINE_COVERAGE = 0.5
 
 
+class StallBasis(str, Enum):
+    """How the stalled time was measured (the verdict branches on this, the text is for people)."""
+
+    NO_COUNTER = "no-counter"
+    DEPTH_INTEGRAL = "depth-integral"  # time integral of the preempted depth: exact in expectation
+    DECODE_DEFICIT = "decode-deficit"  # deficit at burst scrapes only: a lower bound
+    WAITING_QUEUE = "waiting-queue"  # the queue's excess after bursts: may overstate
+    UNMEASURABLE = "unmeasurable"
+
+
 @dataclass(frozen=True)
 class PreemptionLoss:
     """Lost decoder-time share per bootstrap replicate, and how it was measured."""
 
     share: np.ndarray
     basis: str
+    kind: StallBasis = StallBasis.NO_COUNTER
+    active: np.ndarray | None = None  # per scrape: inside a burst
 
 
 def _bursts(rows: np.ndarray) -> list[tuple[int, int]]:
@@ -110,7 +123,7 @@ def preemption_bursts(
     waiting: np.ndarray | None = None,
 ) -> tuple[PreemptionResult, PreemptionLoss]:
     """Bursts, their alignment with decode dips and prefill spikes, and the lost time."""
-    zero = PreemptionLoss(np.zeros(w.shape[0]), "no preemption counter")
+    zero = PreemptionLoss(np.zeros(w.shape[0]), "no preemption counter", StallBasis.NO_COUNTER)
     depth_max = float(np.nanmax(depth)) if depth is not None and np.isfinite(depth).any() else float("nan")
     depth_mean = float(np.nanmean(depth)) if depth is not None and np.isfinite(depth).any() else float("nan")
     if increases is None:
@@ -140,11 +153,13 @@ def preemption_bursts(
         d = np.nan_to_num(depth)
         share = weighted_ratio(w, d * dt, (run + d) * dt)
         basis = "time integral of the preempted depth / (running + preempted) decoder time"
+        kind = StallBasis.DEPTH_INTEGRAL
     else:
         with np.errstate(invalid="ignore", divide="ignore"):
             deficit = np.where(in_burst & (expected > 0), np.clip(1 - decode / expected, 0, 1), 0.0)
         share = weighted_ratio(w, np.nan_to_num(deficit) * run * dt, run * dt)
         basis = "decode deficit at burst scrapes vs non-burst scrapes of the same prefill bucket"
+        kind = StallBasis.DECODE_DEFICIT
         queued = _queued_excess(waiting, in_burst, bursts_rows)
         if queued is not None:
             q_share = weighted_ratio(w, queued * dt, (run + queued) * dt)
@@ -152,6 +167,7 @@ def preemption_bursts(
                 share = np.fmax(share, q_share)
                 basis = ("time integral of the waiting queue's excess over its own non-burst median, from each "
                          "burst until the queue is back at that median (preempted sequences re-queue)")
+                kind = StallBasis.WAITING_QUEUE
         burst_time = float((run * dt)[in_burst].sum())
         covered = float((run * dt)[in_burst & np.isfinite(expected) & (expected > 0)].sum())
         too_wide = in_burst.mean() > MAX_BURST_COVERAGE
@@ -160,6 +176,7 @@ def preemption_bursts(
             basis = (f"unmeasurable: bursts cover {100 * in_burst.mean():.0f} % of the scrapes, and only "
                      f"{100 * covered / burst_time:.0f} % of their decoder time has a same-bucket baseline "
                      "outside them (no preempted-depth gauge to integrate)")
+            kind = StallBasis.UNMEASURABLE
     result = PreemptionResult(True, "ran", float(inc.sum()), tuple(bursts), dip, spike, depth_max, depth_mean,
                               tuple(float(t) for t in times), tuple(float(x) for x in np.nan_to_num(increases)))
-    return result, PreemptionLoss(share, basis)
+    return result, PreemptionLoss(share, basis, kind, in_burst)

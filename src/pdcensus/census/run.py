@@ -8,7 +8,7 @@ checklist of which of those steps ran on this engine's metrics, ``passes``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -21,11 +21,14 @@ from pdcensus.census.buckets import (
     bucket_table,
     per_stream_rate,
 )
-from pdcensus.census.lag import History, history, lag_test
+from pdcensus.census.lag import history, lag_test
+from pdcensus.census.dose import dose_response, ledger_stall_ms_per_1k
 from pdcensus.census.ledger import LedgerExcess, step_ledger
-from pdcensus.census.model import CensusReport, LossShares, PreemptionResult, ShapeResult, Timeline
+from pdcensus.census.measure import Measured, verdict_inputs
+from pdcensus.census.model import CensusReport, LedgerResult, LossShares, ShapeResult, Timeline
 from pdcensus.census.passes import runbook_passes
-from pdcensus.census.preemption import PreemptionLoss, preemption_bursts
+from pdcensus.census.preemption import preemption_bursts
+from pdcensus.census.sanity import check_ledger, check_shares
 from pdcensus.census.shape import choose_segment, split_shapes
 from pdcensus.census.signals import ShapeSignals, extract_signals
 from pdcensus.census.traps import REPLAY_SHARE, check_traps, replay_share
@@ -35,11 +38,6 @@ from pdcensus.census.verdict import VerdictInputs, decide
 from pdcensus.errors import DataError
 from pdcensus.series.model import Endpoint, Family, Recording
 from pdcensus.series.profiles import Detection, Signal, detect_profile
-
-# A burst lines up with a stall when decode at the burst is this far below its bucket's
-# baseline, or prefill (the re-prefill from token 0) this far above its mean.
-BURST_DIP = 0.95
-BURST_SPIKE = 1.5
 
 
 @dataclass(frozen=True)
@@ -146,6 +144,10 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     W = bootstrap.weights(s.n, bootstrap.block_length(hist.heavy.astype(float)), options.replicates)
 
     ledger, excess = step_ledger(s, a, hist)
+    broken = check_ledger(s, p) if excess is not None else ()
+    if broken:  # numbers that cannot be true never reach a verdict
+        ledger = LedgerResult(False, "withheld: " + "; ".join(b.text for b in broken))
+        excess = None
     lag, tail_effect = lag_test(s.times, p, wdec, a.busy, a.idle, hist, scrape_interval, W)
     pre_name = det.profile.name_of(Signal.PREEMPTIONS) or "preemptions counter"
     preemption, ploss = preemption_bursts(s.times, s.increase(Signal.PREEMPTIONS), decode, prefill, a,
@@ -171,100 +173,54 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     traps = check_traps(s, ledger, preemption, shape) + (left_out_trap(left_out),)
 
     assert shape.analysed is not None
-    inputs = _verdict_inputs(shape.proven, shape.segments[shape.analysed - 1].reason if shape.proven else
-                             "the analysed shape could not be proven one shape", s, a, p, wdec, hist, W, excess,
-                             running, dt, tail_effect, ploss, preemption)
-    verdict = decide(inputs)
-    losses = _losses(inputs, ploss.basis, excess is not None)
+    reason = (shape.segments[shape.analysed - 1].reason if shape.proven
+              else "the analysed shape could not be proven one shape")
+    dose = dose_response(p, wdec, prefill, running, a.busy, W, ledger_ms_per_1k_tokens=_ledger_ms_per_1k(s, excess, dt),
+                         basis=f"prefill: {basis}")
+    measured = Measured(shape.proven, reason, s, a, p, wdec, hist, W, excess, running, dt, tail_effect,
+                        lag.reason == "ran", ploss, preemption, dose, tuple(b.text for b in broken))
+    inputs = verdict_inputs(measured)
+    shares = {"sharing": float(_sharing(inputs)[0]), "eviction": float(_eviction(inputs)[0]),
+              "preemption": float(inputs.preemption[0])}
+    over = check_shares(shares, ledger=excess is not None)
+    if over is not None and excess is not None:  # the ledger's shares cannot be true: census without it
+        ledger = LedgerResult(False, "withheld: " + over.text)
+        measured = replace(measured, excess=None, withheld=measured.withheld + (over.text,))
+        inputs = verdict_inputs(measured)
+    elif over is not None:
+        inputs = replace(inputs, withheld=inputs.withheld + (over.text,))
+    verdict = replace(decide(inputs), dose_response=dose.result)
+    losses = _losses(inputs, ploss.basis, inputs.has_ledger)
     ttft = ttft_summary(ttft_hist, a, det.profile.name)
     passes = runbook_passes(det.profile, shape, ledger, table, lag, ttft, preemption, inputs)
     return CensusReport(source, endpoint.job, endpoint.instance, det.profile.name, det.reason, verdict, shape, ledger, table,
                         client_table, lag, ttft, preemption, traps, losses, _timeline(s, running), passes=passes)
 
 
-def _verdict_inputs(proven: bool, shape_reason: str, s: ShapeSignals, a: BucketAssignment, p: np.ndarray,
-                    wdec: np.ndarray, hist: History, W: np.ndarray, excess: LedgerExcess | None,
-                    running: np.ndarray | None, dt: np.ndarray, tail_effect: np.ndarray, ploss: PreemptionLoss,
-                    preemption: PreemptionResult) -> VerdictInputs:
-    valid = np.isfinite(p) & (wdec > 0)
-    pz = np.where(valid, p, 0.0)
-    idle, busy = a.idle & valid, a.busy & valid
-    p_idle = weighted_ratio(W, wdec * pz * idle, wdec * idle)
-    total = W @ wdec
-    busy_w, busy_wp = W @ (wdec * busy), W @ (wdec * pz * busy)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        collapse = (busy_w - busy_wp / p_idle) / total
-        lag0 = (busy_wp / busy_w) / p_idle
-    clean, tail = hist.clean & valid, hist.tail & valid
-    p_clean = weighted_ratio(W, wdec * pz * clean, wdec * clean)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        tail_loss = ((W @ (wdec * tail)) - (W @ (wdec * pz * tail)) / p_clean) / total
-    if not np.isfinite(tail_effect[0]):
-        tail_loss = np.full(W.shape[0], np.nan)
-    sharing = residency = during = after = after_bounded = None
-    if excess is not None:
-        r = np.nan_to_num(running) if running is not None else np.zeros(s.n)
-        lv = excess.valid & (r > 0)
-        den = np.where(lv, r * dt, 0.0)
-        sharing = weighted_ratio(W, np.where(lv, r * np.nan_to_num(excess.sharing_seconds), 0.0), den)
-        residency = weighted_ratio(W, np.where(lv, r * np.nan_to_num(excess.residency_seconds), 0.0), den)
-        if np.isfinite(excess.reference_step_seconds).any():
-            d0s = np.nan_to_num(excess.reference_step_seconds) * excess.decode_steps
-            during = weighted_ratio(W, excess.decode_seconds * hist.heavy, d0s * hist.heavy)
-            after = weighted_ratio(W, excess.decode_seconds * hist.quiet, d0s * hist.quiet)
-            if (excess.decode_steps * hist.quiet).sum() <= 0:
-                after = None
-            if excess.batch_step_bound is not None and (excess.decode_steps * hist.quiet).sum() > 0:
-                # the same test counting only decode-only time beyond the longest step a bigger
-                # batch alone could explain (fast intervals at a big batch offset nothing)
-                allowed = np.nan_to_num(excess.batch_step_bound) * excess.decode_steps
-                beyond = np.clip(excess.decode_seconds - allowed, 0.0, None)
-                after_bounded = weighted_ratio(W, (d0s + beyond) * hist.quiet, d0s * hist.quiet)
-    aligned = bool((np.isfinite(preemption.decode_dip) and preemption.decode_dip <= BURST_DIP)
-                   or (np.isfinite(preemption.prefill_spike) and preemption.prefill_spike >= BURST_SPIKE))
-    return VerdictInputs(
-        shape_proven=proven, shape_reason=shape_reason, samples=int(valid.sum()), idle_samples=int(idle.sum()),
-        busy_samples=int(busy.sum()), has_ledger=excess is not None,
-        ledger_chunk_steps=float(np.nansum(np.where(excess.valid & (np.nan_to_num(running) > 0), excess.chunk_steps, 0.0)))
-        if excess is not None and running is not None else 0.0,
-        scrape_interval_seconds=s.scrape_interval_seconds, rates_from_counters=s.rates_from_counters,
-        preemption_counted=s.increase(Signal.PREEMPTIONS) is not None, saturated_share=_saturated_share(s, running),
-        collapse=collapse, lag0_effect=lag0, sharing=sharing, residency=residency, inflation_during=during,
-        inflation_after=after, tail_effect=tail_effect, tail_loss=tail_loss, preemption=ploss.share,
-        preemption_basis=ploss.basis, bursts=len(preemption.bursts), burst_aligned=aligned,
-        inflation_after_batch_bounded=after_bounded, tail_batch_ratio=_batch_ratio(running, tail, clean),
-        baseline_prefill_free_share=float((s.prefill_tokens_per_second[idle] <= IDLE_FLOOR_TOKENS_PER_SECOND).mean())
-        if idle.any() and s.prefill_tokens_per_second is not None else 1.0,
-        preemption_lower_bound=ploss.basis.startswith("decode deficit"),
-        preemption_from_queue=ploss.basis.startswith("time integral of the waiting"))
-
-
-def _batch_ratio(running: np.ndarray | None, tail: np.ndarray, clean: np.ndarray) -> float:
-    """max(1, median batch of the lagged-tail scrapes / of the clean ones).
-
-    Per-stream rate falls with the batch on every engine, at most in proportion to it (a step
-    has a fixed part >= 0), and the requests queued behind a long prompt are admitted together
-    after it: a tail is residency only if it is deeper than this ratio explains.
-    """
-    if running is None or not tail.any() or not clean.any():
-        return 1.0
-    r = np.nan_to_num(running)
-    ref = float(np.median(r[clean]))
-    return max(1.0, float(np.median(r[tail])) / ref) if ref > 0 else 1.0
-
-
-def _saturated_share(s: ShapeSignals, running: np.ndarray | None) -> float:
-    """Share of scrapes with requests running in which some also wait (NaN without both gauges)."""
-    waiting = s.gauge(Signal.WAITING)
-    if waiting is None or running is None:
+def _ledger_ms_per_1k(s: ShapeSignals, excess: LedgerExcess | None, dt: np.ndarray) -> float:
+    """The ledger's own stall per 1,000 prefill tokens: (chunk step - decode-only step) per chunk token."""
+    if excess is None or excess.chunk_seconds is None or not excess.chunk_steps_counted:
         return float("nan")
-    busy = np.isfinite(running) & (running > 0) & np.isfinite(waiting)
-    return float((waiting[busy] > 0).mean()) if busy.any() else float("nan")
+    v = excess.valid
+    prompt = s.increase(Signal.PROMPT_TOKENS)
+    tokens = (np.nansum(prompt[v]) if prompt is not None
+              else np.nansum((np.nan_to_num(np.asarray(s.prefill_tokens_per_second)) * dt)[v]))
+    d0 = excess.reference_step_seconds
+    ref = float(np.nanmedian(d0)) if np.isfinite(d0).any() else float("nan")
+    return ledger_stall_ms_per_1k(float(excess.chunk_seconds[v].sum()), float(excess.chunk_steps[v].sum()), ref,
+                                  float(tokens))
+
+
+def _sharing(x: VerdictInputs) -> np.ndarray:
+    return x.sharing if x.sharing is not None else x.collapse
+
+
+def _eviction(x: VerdictInputs) -> np.ndarray:
+    return np.asarray(np.fmax(np.nan_to_num(x.tail_loss), np.nan_to_num(x.residency) if x.residency is not None else 0.0))
 
 
 def _losses(x: VerdictInputs, preemption_basis: str, ledger: bool) -> LossShares:
-    sts = x.sharing if x.sharing is not None else x.collapse
-    ev = np.fmax(np.nan_to_num(x.tail_loss), np.nan_to_num(x.residency) if x.residency is not None else 0.0)
+    sts, ev = _sharing(x), _eviction(x)
     return LossShares(
         float(sts[0]), interval(sts), "ledger: chunk time beyond decode-only steps" if ledger
         else "rates: per-stream deficit while prefill runs (no ledger)",

@@ -1,310 +1,236 @@
-"""The verdict: which mechanism, how sure, the evidence, and what would settle it.
+"""The verdict, in two answers: which mechanisms the data shows, and what each one costs.
 
-The decision applies, to the census's own estimates, the same materiality rule a
-perfect observer would: a mechanism *is found* when its lost decode time is at least
-``MATERIAL_SHARE`` (5 %) of decoders' time, and *dominates* when it is also at least
-``DOMINANT_SHARE`` (25 %) of all lost time. Eviction additionally needs its signature
-(a lagged tail or decode-only steps inflated after prefill), and a preemption stall
-needs bursts in the preemption counter (their alignment with decode dips and re-prefill
-spikes is reported as corroboration; the stalled time is measured, see preemption.py).
+*Which* (:mod:`pdcensus.census.detect`): a mechanism is found when its signature is in the
+data beyond noise, judged on its bootstrap interval, whatever it costs overall. *How
+much*: each found mechanism's share of decoders' time, its depth while it acts, how often
+it acts, and its effect on ITL p99; its severity is ``material`` at >= ``MATERIAL_SHARE``
+(5 %) of decoders' time, else ``minor``. A share near the 5 % line is a severity boundary,
+never a reason to withhold the answer.
 
-Some data can fake or hide a material loss whatever the bootstrap says; a verdict that rests
-on such data is capped at ``UNCONFIRMED_CAP`` (below the confident 0.7) with what would settle
-it: eviction read from slowness that batch growth alone explains (decode slows with the batch on
-every engine), eviction from inflated decode-only steps with no lag test, "none" without a ledger
-from a baseline that always carries prefill, a verdict without the stall when the stalled
-time is only a lower bound, a stall read from the waiting queue alone, and one that a loss
-share within ``MODEL_TOLERANCE`` of a threshold would flip.
+The headline is the found mechanism that costs most, ``mixed`` when two or more are
+material and each is at least ``DOMINANT_SHARE`` (25 %) of all lost time, ``none`` only
+when nothing is found, and ``inconclusive`` only when the data cannot tell (an unproven
+shape, too few scrapes, no idle or no busy prefill to contrast, a saturated endpoint that
+counts no preemptions, or one running request with no other session).
 
-Confidence is not a score: it is the share of moving-block bootstrap replicates of the
-window that reach the same verdict (how often a window like this one would have said
-the same thing), times penalties for what the data cannot show (no ledger, a long
-scrape interval, a short window). Under ``MIN_STABILITY`` the census says
-``inconclusive`` with its leaning: being wrong with confidence is the worst outcome.
+Confidence is per found mechanism: the share of moving-block bootstrap replicates in which
+its signature is found, times penalties for what the data cannot show (no ledger, a long
+scrape interval, counter rates, a short window). Some readings can fake a signature whatever
+the bootstrap says; a headline resting on one is capped at ``UNCONFIRMED_CAP`` (below the
+confident 0.7) with what would settle it (see :mod:`pdcensus.census.verdict_caps`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from pdcensus.census.bootstrap import interval
-from pdcensus.census.model import Evidence, Mechanism, Verdict
+from pdcensus.census.detect import (
+    COLLAPSE_RATIO,
+    INFLATION_MARGIN,
+    TAIL_EFFECT_MARGIN,
+    SignatureTest,
+    above,
+    below,
+    dose_signature,
+    preemption_signature,
+    strongest,
+)
+from pdcensus.census.headline import MATERIAL_SHARE, headline_mechanism, headline_text, severity
+from pdcensus.census.model import Evidence, Found, Mechanism, Severity, Signature, Verdict
+from pdcensus.census.verdict_caps import (
+    MAX_CONFIDENCE,
+    MEASURABLE_SHARE,
+    MODEL_TOLERANCE,
+    UNCONFIRMED_CAP,
+    apply_caps,
+    preconditions,
+    quality,
+)
+from pdcensus.census.verdict_inputs import VerdictInputs
 
-MATERIAL_SHARE = 0.05  # the truth rule's "5 % of decoders' time"
-DOMINANT_SHARE = 0.25  # the truth rule's "25 % of all lost time"
-TAIL_EFFECT_MARGIN = 0.9  # a tail: own-idle decoders >= 10 % slower after a prefill
-INFLATION_MARGIN = 1.1  # decode-only steps >= 10 % slower than the clean reference
-LAG0_EFFECT_MARGIN = 0.9  # a collapse: decoders >= 10 % slower while prefill runs
-MIN_SAMPLES = 30  # scrapes with decoders running, below which nothing is ranked
-MIN_GROUP_SAMPLES = 10  # idle / busy scrapes needed for a contrast
-MIN_STABILITY = 0.6  # bootstrap agreement below which the verdict is inconclusive
-SATURATED_SHARE = 0.5  # waiting > 0 in this share of scrapes: the endpoint is at capacity
-# Confidence factors for what the data cannot show (the report's ``passes`` cite them).
-NO_LEDGER_FACTOR = 0.8
-SLOW_SCRAPE_FACTOR = 0.8
-COUNTER_RATES_FACTOR = 0.9
-SHORT_WINDOW_FACTOR = 0.9
-NO_TAIL_TEST_FACTOR = 0.85
-MAX_CONFIDENCE = 0.97
-# A verdict whose own measurement can hide or fake a material loss is capped below the confident
-# level: one that batch growth would change (see decide), "none" without a ledger from a baseline
-# that always carries prefill, or a verdict without preemption-stall whose stalled time is only
-# a lower bound. (On recordings of another engine model, tests/census/alien, such verdicts were
-# wrong about half the time at confidence 0.71-0.97.)
-UNCONFIRMED_CAP = 0.6
-# The loss shares carry model error the bootstrap does not see (a decode row's part of a chunk
-# step taken as the interval's mean decode-only step, whole-step counters, running sampled at
-# the scrape): a verdict that moving one share by this fraction of itself would change is
-# capped too (alien-engine recordings: 5.2 % measured, 4.97 % true, narrow interval, 0.97).
-MODEL_TOLERANCE = 0.15
-BASELINE_PREFILL_FREE_SHARE = 0.5
-PREEMPTION_CONFOUND = 0.65  # confidence factor when preemption stalls are material  # no census of someone else's engine is surer than this
+__all__ = ["VerdictInputs", "decide", "detect", "headline_mechanism"]
+
+UNALIGNED_BURSTS_CONFIDENCE = 0.8  # counted preemptions that line up with no decode dip or re-prefill
 
 
 @dataclass(frozen=True)
-class VerdictInputs:
-    """Per-replicate estimates (row 0 = the window itself) and the data's limits."""
+class Detection:
+    """One mechanism's found signature, its per-replicate hits and its cost per replicate."""
 
-    shape_proven: bool
-    shape_reason: str
-    samples: int
-    idle_samples: int
-    busy_samples: int
-    has_ledger: bool
-    ledger_chunk_steps: float  # chunk steps counted by the ledger while decoders ran
-    scrape_interval_seconds: float
-    rates_from_counters: bool
-    collapse: np.ndarray  # rate-based loss share while own prefill is busy
-    lag0_effect: np.ndarray  # busy / idle per-stream rate
-    sharing: np.ndarray | None  # ledger: step-time sharing loss share
-    residency: np.ndarray | None  # ledger: residency loss share
-    inflation_during: np.ndarray | None
-    inflation_after: np.ndarray | None
-    tail_effect: np.ndarray
-    tail_loss: np.ndarray
-    preemption: np.ndarray
-    preemption_basis: str
-    bursts: int
-    burst_aligned: bool
-    preemption_counted: bool = True  # the engine exports a preemption counter
-    saturated_share: float = float("nan")  # share of scrapes with requests waiting while some run
-    # Batch control of the eviction signatures (decode slows with the batch on every engine, at
-    # most in proportion for the rates): the tail's batch ratio to clean scrapes, and
-    # inflation_after counting only decode-only time beyond the longest step batch growth alone
-    # could explain (ledger.batch_step_bound; None: not measurable).
-    tail_batch_ratio: float = 1.0
-    inflation_after_batch_bounded: np.ndarray | None = None
-    # Share of idle-bucket scrapes with no prefill at all (1.0: the baseline is prefill-free).
-    baseline_prefill_free_share: float = 1.0
-    # The stalled time is the decode deficit at burst scrapes only (no preempted-depth gauge).
-    preemption_lower_bound: bool = False
-    # The stalled time is the waiting queue's excess after bursts (no preempted-depth gauge): it
-    # also counts new arrivals queued by the same load, so it may overstate the stall.
-    preemption_from_queue: bool = False
+    test: SignatureTest
+    hits: np.ndarray
+    loss: np.ndarray
+    depth: float
+    depth_interval: tuple[float, float]
+    active_share: float
+    itl_ratio: float
 
 
-def _decide(x: VerdictInputs, r: int, controlled_only: bool = False) -> tuple[frozenset[Mechanism], dict[Mechanism, float]]:
-    """The found mechanisms and loss shares of replicate ``r``.
-
-    ``controlled_only`` reads eviction only where batch growth cannot explain the slowness
-    (the reading the verdict must agree with; see ``decide``).
-    """
-    tail = x.tail_effect[r] * (x.tail_batch_ratio if controlled_only else 1.0)
-    after_reps = x.inflation_after_batch_bounded if controlled_only else x.inflation_after
-    after = after_reps[r] if after_reps is not None else np.nan
-    evicting = bool((np.isfinite(tail) and tail < TAIL_EFFECT_MARGIN)
-                    or (np.isfinite(after) and after > INFLATION_MARGIN))
-    ev = 0.0
-    if evicting:
-        ev = max(np.nan_to_num(x.tail_loss[r]),
-                 np.nan_to_num(x.residency[r]) if x.residency is not None and after_reps is not None else 0.0)
+def _sharing_loss(x: VerdictInputs) -> np.ndarray:
     if x.sharing is not None:
-        sts = float(np.nan_to_num(x.sharing[r]))
-    else:  # without a ledger lag-0 loss cannot be split; with a tail, it is not claimed as sharing
-        sts = 0.0 if evicting else float(max(0.0, np.nan_to_num(x.collapse[r])))
-    pre = float(np.nan_to_num(x.preemption[r])) if x.bursts else 0.0
-    shares = {Mechanism.STEP_TIME_SHARING: sts, Mechanism.EVICTION: float(ev), Mechanism.PREEMPTION_STALL: pre}
-    return _found(shares), shares
+        return x.sharing
+    return np.asarray(np.clip(np.nan_to_num(x.collapse), 0.0, None))
 
 
-def _found(shares: dict[Mechanism, float]) -> frozenset[Mechanism]:
-    """The mechanisms that are material and dominant (the truth rule)."""
-    total = sum(shares.values())
-    return frozenset(m for m, s in shares.items() if s >= MATERIAL_SHARE and s >= DOMINANT_SHARE * total)
+def _eviction_loss(x: VerdictInputs) -> np.ndarray:
+    residency = np.nan_to_num(x.residency) if x.residency is not None else 0.0
+    recovered = np.nan_to_num(x.recovery_loss) if x.recovery_loss is not None else 0.0
+    return np.asarray(np.fmax(np.fmax(np.nan_to_num(x.tail_loss), residency), recovered))
 
 
-def _within_tolerance(shares: dict[Mechanism, float], point: Mechanism) -> bool:
-    """Whether moving any one share by ``MODEL_TOLERANCE`` of itself changes the verdict."""
-    for m in shares:
-        for f in (1 - MODEL_TOLERANCE, 1 + MODEL_TOLERANCE):
-            if _name(_found({**shares, m: shares[m] * f})) != point:
-                return True
-    return False
+def signature_tests(x: VerdictInputs) -> list[SignatureTest | None]:
+    """Every signature test the data allows, in the order a found one is preferred."""
+    reps = x.lag0_effect.shape[0]
+    controlled_tail = x.tail_effect * x.tail_batch_ratio if x.tail_test_ran else None
+    lag0: np.ndarray | None = x.lag0_effect
+    if x.contrast_note:
+        lag0 = None  # decode "faster" while prompts are counted: the contrast does not measure interference
+    counted = x.ledger_depth is not None and x.ledger_chunk_steps > 0
+    if counted:
+        lag0 = None  # the ledger times chunk steps beside decoders directly; the rate contrast corroborates
+    return [
+        below(Mechanism.STEP_TIME_SHARING, Signature.CHUNK_STEP_COLLAPSE,
+              x.ledger_depth if x.ledger_chunk_steps > 0 else None, COLLAPSE_RATIO,
+              "decode-only step / chunk step beside decoders (ledger)"),
+        below(Mechanism.STEP_TIME_SHARING, Signature.LAG0_COLLAPSE, lag0, COLLAPSE_RATIO,
+              "per-stream decode while prefill runs / idle (same scrape, lag 0)"),
+        # the dose-response detects where no ledger measures chunk steps directly (counter-only engines)
+        dose_signature(x.dose_stall, x.dose_depth) if not x.has_ledger else None,
+        below(Mechanism.EVICTION, Signature.LAGGED_TAIL, controlled_tail, TAIL_EFFECT_MARGIN,
+              "per-stream decode 2-14 min after prefill / clean, times the batch ratio (batch controlled)"),
+        below(Mechanism.EVICTION, Signature.RECOVERY_SLOPE, x.recovery_effect, TAIL_EFFECT_MARGIN,
+              "per-stream decode soon after prefill / long after, by time since the last prefill (batch controlled)"),
+        above(Mechanism.EVICTION, Signature.INFLATED_DECODE_STEPS, x.inflation_after_batch_bounded,
+              INFLATION_MARGIN, "decode-only step after prefill beyond batch growth / undisturbed (ledger)"),
+        preemption_signature(x.bursts, x.burst_aligned, reps),
+    ]
 
 
-def _name(found: frozenset[Mechanism]) -> Mechanism:
-    if not found:
-        return Mechanism.NONE
-    if len(found) == 1:
-        return next(iter(found))
-    return Mechanism.MIXED
+def detect(x: VerdictInputs) -> dict[Mechanism, Detection]:
+    """The found mechanisms with their cost (loss share per replicate, depth, how often)."""
+    tests = signature_tests(x)
+    out: dict[Mechanism, Detection] = {}
+    sharing, sharing_hits = strongest(tests, Mechanism.STEP_TIME_SHARING)
+    eviction, eviction_hits = strongest(tests, Mechanism.EVICTION)
+    stall, stall_hits = strongest(tests, Mechanism.PREEMPTION_STALL)
+    if eviction is not None and eviction_hits is not None:
+        if eviction.signature is Signature.LAGGED_TAIL:
+            depth, depth_iv = eviction.value / max(x.tail_batch_ratio, 1.0), eviction.value_interval
+        elif eviction.signature is Signature.RECOVERY_SLOPE:
+            depth, depth_iv = eviction.value, eviction.value_interval
+        else:  # inflated decode-only steps: decode runs at 1/inflation of its undisturbed speed
+            depth, depth_iv = 1.0 / eviction.value, (1.0 / eviction.value_interval[1], 1.0 / eviction.value_interval[0])
+        out[Mechanism.EVICTION] = Detection(eviction, eviction_hits, _eviction_loss(x), depth, depth_iv,
+                                            x.tail_share, x.itl_tail_ratio)
+    if sharing is not None and sharing_hits is not None:
+        if not x.has_ledger and Mechanism.EVICTION in out and sharing.signature is Signature.LAG0_COLLAPSE:
+            # without a ledger a lag-0 collapse that a tail also explains is not claimed as sharing
+            tail = out[Mechanism.EVICTION].depth
+            sharing = sharing if sharing.value_interval[1] < COLLAPSE_RATIO * tail else None
+        if sharing is not None:
+            depth = float(x.lag0_effect[0]) if sharing.signature is not Signature.DOSE_RESPONSE else sharing.value
+            depth_iv = interval(x.lag0_effect) if sharing.signature is not Signature.DOSE_RESPONSE \
+                else sharing.value_interval
+            out[Mechanism.STEP_TIME_SHARING] = Detection(sharing, sharing_hits, _sharing_loss(x), depth, depth_iv,
+                                                         x.busy_share, x.itl_busy_ratio)
+    if stall is not None and stall_hits is not None:
+        out[Mechanism.PREEMPTION_STALL] = Detection(stall, stall_hits, x.preemption, x.preemption_depth,
+                                                    (float("nan"), float("nan")), x.burst_share, x.itl_burst_ratio)
+    return out
 
 
-def _ev(rule: str, reps: np.ndarray | None, threshold: float, below: bool, text: str) -> Evidence:
-    if reps is None or not np.isfinite(reps[0]):
-        return Evidence(rule, None, threshold, False, text + " (not measurable here)")
-    lo, hi = interval(reps)
-    bound = hi if below else lo
-    ok = bool(np.isfinite(bound) and (bound < threshold if below else bound > threshold))
-    return Evidence(rule, float(reps[0]), threshold, ok, f"{text}: {reps[0]:.3f} (90% interval {lo:.3f}-{hi:.3f})")
+def found_record(m: Mechanism, d: Detection, confidence: float) -> Found:
+    loss = float(d.loss[0])
+    lo, hi = interval(d.loss)
+    sev = severity(loss) if np.isfinite(loss) else Severity.MATERIAL
+    near = bool(np.isfinite(lo) and np.isfinite(hi) and lo < MATERIAL_SHARE <= hi)
+    return Found(m, sev, loss, (lo, hi), d.depth, d.depth_interval, d.active_share, round(confidence, 3),
+                 d.test.signature, d.test.text, d.itl_ratio, near)
+
+
+def _evidence(x: VerdictInputs, tests: list[SignatureTest | None]) -> list[Evidence]:
+    ev: list[Evidence] = []
+    if not any(t is not None and t.signature is Signature.LAG0_COLLAPSE for t in tests) and np.isfinite(x.lag0_effect[0]):
+        lo, hi = interval(x.lag0_effect)
+        ev.append(Evidence("lag0-effect", float(x.lag0_effect[0]), COLLAPSE_RATIO, bool(hi < COLLAPSE_RATIO),
+                           f"per-stream decode while prefill runs / idle (same scrape, lag 0; corroboration, not a "
+                           f"signature here): {x.lag0_effect[0]:.2f} (90% interval {lo:.2f}-{hi:.2f})"))
+    for t in tests:
+        if t is None:
+            continue
+        ev.append(Evidence(t.signature.value, t.value, t.threshold, t.found, t.text))
+    for m, reps in ((Mechanism.STEP_TIME_SHARING, _sharing_loss(x)), (Mechanism.EVICTION, _eviction_loss(x)),
+                    (Mechanism.PREEMPTION_STALL, x.preemption)):
+        lo, hi = interval(reps)
+        value = float(reps[0])
+        text = (f"{m.value}: {100 * value:.1f} % of decoders' time (90% interval {100 * lo:.1f}-{100 * hi:.1f} %)"
+                if np.isfinite(value) else f"{m.value}: not measurable ({x.preemption_basis})")
+        ev.append(Evidence(f"loss-share:{m.value}", value if np.isfinite(value) else None, MATERIAL_SHARE,
+                           bool(np.isfinite(value) and value >= MATERIAL_SHARE), text))
+    return ev
 
 
 def decide(x: VerdictInputs) -> Verdict:
-    """The verdict, its evidence, its confidence and, if inconclusive, what would settle it."""
-    ev: list[Evidence] = [
-        Evidence("shape-proven", None, None, x.shape_proven, x.shape_reason),
-        Evidence("samples", float(x.samples), float(MIN_SAMPLES), x.samples >= MIN_SAMPLES,
-                 f"{x.samples} scrapes with decoders running (need {MIN_SAMPLES})"),
-        Evidence("idle-bucket", float(x.idle_samples), float(MIN_GROUP_SAMPLES), x.idle_samples >= MIN_GROUP_SAMPLES,
-                 f"{x.idle_samples} scrapes with idle prefill"),
-        Evidence("busy-bucket", float(x.busy_samples), float(MIN_GROUP_SAMPLES), x.busy_samples >= MIN_GROUP_SAMPLES,
-                 f"{x.busy_samples} scrapes with busy prefill"),
-    ]
-    settle: list[str] = []
-    if not x.shape_proven:
-        settle.append("prove the window is one shape: scrape a counter on every scrape, or export "
-                      "process_start_time_seconds, or pick another shape with --segment")
-    if x.samples < MIN_SAMPLES:
-        settle.append(f"record at least {MIN_SAMPLES} scrapes while requests are running")
-    # With a ledger, chunk steps beside decoders are counted directly: the bucket contrast
-    # is corroboration, not a precondition. Without one, the contrast is all there is.
-    ledger_sees_prefill = x.has_ledger and x.ledger_chunk_steps > 0
-    if x.idle_samples < MIN_GROUP_SAMPLES and not ledger_sees_prefill:
-        settle.append("record a window that includes idle-prefill periods (a baseline for decoders)")
-    if x.busy_samples < MIN_GROUP_SAMPLES and not ledger_sees_prefill:
-        settle.append("record a window in which another session prefills while others decode")
-    if not x.preemption_counted and x.saturated_share >= SATURATED_SHARE:
-        ev.append(Evidence("saturated-without-preemption-counter", x.saturated_share, SATURATED_SHARE, False,
-                           f"requests wait in {100 * x.saturated_share:.0f} % of scrapes: the endpoint is at "
-                           "capacity, and this engine exports no preemption counter"))
-        settle.append("the queue never drains and this engine exports no preemption counter: stalls of "
-                      "preempted or refused sequences can be neither ruled in nor out; relieve the load or "
-                      "read the engine's logs for preemption/retraction before ranking mechanisms")
-    if x.bursts and not np.isfinite(x.preemption[0]):
-        ev.append(Evidence("preemption-loss-measurable", None, None, False,
-                           f"{x.bursts} preemption bursts, stalled time {x.preemption_basis}"))
-        settle.append("preemptions run through most of the window and the stalled time cannot be measured "
-                      "without a preempted-depth gauge: relieve KV pressure, or record a window with quiet "
-                      "spells between preemption bursts")
+    """The verdict: found mechanisms with their cost, the headline, confidence, what would settle it."""
+    ev, settle, contrast_only = preconditions(x)
+    tests = signature_tests(x)
+    capped = False
     if settle:
-        return Verdict(Mechanism.INCONCLUSIVE, (), 0.0, tuple(ev), tuple(settle))
-
-    ev += [
-        _ev("lag0-effect", x.lag0_effect, LAG0_EFFECT_MARGIN, True,
-            "per-stream decode rate, busy / idle prefill (same scrape)"),
-        _ev("decode-only-step-during-prefill", x.inflation_during, INFLATION_MARGIN, False,
-            "decode-only step during heavy prefill / the most common one (flat = sharing, inflated = residency)"),
-        _ev("sharing-loss-share", x.sharing if x.sharing is not None else x.collapse, MATERIAL_SHARE, False,
-            "decoders' time lost to chunk steps (ledger)" if x.sharing is not None
-            else "decoders' time lost while prefill runs (rates; no ledger)"),
-        _ev("lagged-tail", x.tail_effect, TAIL_EFFECT_MARGIN, True,
-            "per-stream rate of own-idle scrapes 2-14 min after prefill / clean own-idle scrapes"),
-        _ev("decode-only-step-after-prefill", x.inflation_after, INFLATION_MARGIN, False,
-            "decode-only step in quiet intervals (after prefill) / the most common decode-only step"),
-        _ev("eviction-loss-share", np.fmax(np.nan_to_num(x.tail_loss),
-                                           np.nan_to_num(x.residency) if x.residency is not None else 0.0),
-            MATERIAL_SHARE, False, "decoders' time lost to residency (tail + inflated decode-only steps)"),
-        Evidence("preemption-bursts", float(x.bursts), 1.0, x.bursts >= 1,
-                 f"{x.bursts} bursts in the preemption counter; aligned with a decode dip or re-prefill "
-                 f"spike: {'yes' if x.burst_aligned else 'no'}"),
-        _ev("preemption-loss-share", x.preemption, MATERIAL_SHARE, False,
-            f"decoders' time stalled by preemption ({x.preemption_basis})"),
-    ]
-    found0, shares0 = _decide(x, 0)
-    point = _name(found0)
-    reps = x.collapse.shape[0]
-    same = [_name(_decide(x, r)[0]) == point for r in range(1, reps)]
-    stability = float(np.mean(same)) if same else 0.0
-    total = sum(shares0.values())
-    for m, s in shares0.items():
-        ev.append(Evidence(f"dominance:{m.value}", s / total if total > 0 else 0.0, DOMINANT_SHARE,
-                           m in found0, f"{m.value}: {100 * s:.1f} % of decoders' time, "
-                                        f"{100 * s / total if total > 0 else 0:.0f} % of all lost time"))
-    ev.append(Evidence("bootstrap-stability", stability, MIN_STABILITY, stability >= MIN_STABILITY,
-                       f"{100 * stability:.0f} % of {reps - 1} block-bootstrap replicates reach '{point.value}'"))
-    quality = 1.0
-    if not x.has_ledger:
-        quality *= NO_LEDGER_FACTOR
-        settle.append("a build with the step ledger (decode-only step counters) would separate sharing "
-                      "from residency")
-    if x.scrape_interval_seconds > 30:
-        quality *= SLOW_SCRAPE_FACTOR
-        settle.append("scrape at 30 s or faster")
-    if x.rates_from_counters:
-        quality *= COUNTER_RATES_FACTOR
-    if x.samples < 240:
-        quality *= SHORT_WINDOW_FACTOR
-    if shares0[Mechanism.PREEMPTION_STALL] >= MATERIAL_SHARE:
-        # preemption sheds and re-admits rows, which moves decode-only step times by itself:
-        # residency can then be masked or mimicked, so no verdict here is sure
-        quality *= PREEMPTION_CONFOUND
-        settle.append("material preemption changes batch size and masks or mimics residency: relieve KV "
-                      "pressure (or read /stats per-step forensics) to separate eviction from the stalls")
-    if x.tail_effect[0] != x.tail_effect[0] and x.inflation_after is None:
-        quality *= NO_TAIL_TEST_FACTOR
-        settle.append("idle periods of 15+ min would let the lag test rule eviction in or out")
-    # Decode-only steps and per-stream rates slow down with the batch on every engine, and after a
-    # long prompt the requests queued behind it are admitted at once. When the verdict changes once
-    # eviction is read only beyond what batch growth could explain, it is a leaning, not a finding
-    # (alien-engine recordings: batch growth read as residency, at 0.8-0.97).
-    batch_confounded = _name(_decide(x, 0, controlled_only=True)[0]) != point
-    if batch_confounded:
-        settle.insert(0, f"the slow decode read as eviction came with a larger batch, and batch growth alone "
-                         f"would read '{_name(_decide(x, 0, controlled_only=True)[0]).value}': record quiet "
-                         "spells (15+ min without heavy prefill) at the busy batch size, or read /stats per-step "
-                         "forensics")
-    if stability < MIN_STABILITY:
-        settle.insert(0, f"borderline: leaning '{point.value}' in {100 * stability:.0f} % of replicates; "
-                         "a longer window would narrow the intervals")
-        return Verdict(Mechanism.INCONCLUSIVE, tuple(sorted(found0, key=lambda m: m.value)), 0.0, tuple(ev),
-                       tuple(settle))
-    confidence = float(min(MAX_CONFIDENCE, stability * quality))
-    if batch_confounded:
+        detections = detect(x) if x.shape_proven and not x.single_session else {}
+        if not contrast_only:  # preemptions are counted, not estimated: found even where nothing else can run
+            detections = {m: d for m, d in detections.items() if m is Mechanism.PREEMPTION_STALL}
+        if not detections:
+            v = Verdict(Mechanism.INCONCLUSIVE, (), 0.0, tuple(ev), tuple(settle), withheld=x.withheld)
+            return replace(v, headline=headline_text(v, x))
+        capped = True
+        settle.append("the bucket contrast could not run: what is found here rests on the signatures that need none"
+                      if contrast_only else "only the preemption stall could be tested here")
+    else:
+        detections = detect(x)
+    ev += _evidence(x, tests)
+    factor, notes = quality(x)
+    settle += notes
+    found: list[Found] = []
+    near_floor = False
+    for m, d in detections.items():
+        loss = float(d.loss[0])
+        if m is not Mechanism.PREEMPTION_STALL and np.isfinite(loss):
+            near_floor |= (1 - MODEL_TOLERANCE) * MEASURABLE_SHARE <= loss < (1 + MODEL_TOLERANCE) * MEASURABLE_SHARE
+            if loss < MEASURABLE_SHARE:
+                settle.append(f"{m.value}'s signature is in the data ({d.test.text}) but it costs {100 * loss:.2f} % "
+                              f"of decoders' time, under the {100 * MEASURABLE_SHARE:.1f} % a census can tell from "
+                              "noise: not counted as found")
+                continue
+        base = d.test.confidence
+        if m is Mechanism.PREEMPTION_STALL:
+            base = MAX_CONFIDENCE if x.burst_aligned else UNALIGNED_BURSTS_CONFIDENCE
+        found.append(found_record(m, d, min(MAX_CONFIDENCE, base * factor)))
+    losses = {f.mechanism: f.loss_share for f in found}
+    point = headline_mechanism(losses)
+    if point is Mechanism.NONE:
+        tested = [t for t in tests if t is not None]
+        clear = np.logical_and.reduce([~t.hits for t in tested]) if tested else np.ones(1, bool)
+        confidence = float(np.mean(clear[1:])) if clear.size > 1 else 1.0
+        confidence = min(MAX_CONFIDENCE, confidence * factor)
+        close = [t for t in tested if t.confidence >= 0.2]
+        if close:
+            settle.insert(0, "leaning 'none', but " + "; ".join(
+                f"{t.signature.value} ({t.mechanism.value}) is past its threshold in {100 * t.confidence:.0f} % of "
+                "replicates" for t in close) + ": a longer window would narrow the intervals")
+    elif point is Mechanism.MIXED:
+        confidence = min(f.confidence for f in found if f.severity is Severity.MATERIAL)
+    else:
+        confidence = next(f.confidence for f in found if f.mechanism is point)
+    estimates = {Mechanism.STEP_TIME_SHARING: _sharing_loss(x), Mechanism.EVICTION: _eviction_loss(x)}
+    confidence, found, more = apply_caps(x, point, found, confidence, estimates)
+    settle += more
+    if capped or near_floor:
         confidence = min(confidence, UNCONFIRMED_CAP)
-    if _within_tolerance(shares0, point):
-        confidence = min(confidence, UNCONFIRMED_CAP)
-        settle.append(f"a loss share lies within {100 * MODEL_TOLERANCE:.0f} % of a threshold "
-                      f"({100 * MATERIAL_SHARE:.0f} % of decoders' time, {100 * DOMINANT_SHARE:.0f} % of all lost "
-                      "time): the census's estimates are not that exact; a longer window will not settle it, "
-                      "the knob's arm will")
-    if Mechanism.EVICTION in found0 and not np.isfinite(x.tail_effect[0]):
-        # "Bucket, then lag-test, before believing a cause": decode-only steps inflated after a
-        # prefill, with no lag test to corroborate them, also fit the prompt's own decode over its
-        # long context (no metric shows KV use here) and a batch of requests admitted behind it
-        # (alien-engine recordings: read as eviction at 0.97)
-        confidence = min(confidence, UNCONFIRMED_CAP)
-        settle.append("eviction rests on inflated decode-only steps alone (the lag test could not run): a long "
-                      "prompt's own decode over its context inflates them too; idle spells of 15+ min would "
-                      "let the lag test confirm the tail")
-    if not x.has_ledger and point is Mechanism.NONE and x.baseline_prefill_free_share < BASELINE_PREFILL_FREE_SHARE:
-        confidence = min(confidence, UNCONFIRMED_CAP)
-        settle.append(f"without a step ledger 'none' means no loss relative to the idle bucket, and prefill never "
-                      f"stops here ({100 * (1 - x.baseline_prefill_free_share):.0f} % of idle scrapes carry some): "
-                      "a loss spread over every scrape is invisible; a build with the step ledger measures it")
-    if x.preemption_lower_bound and x.bursts and Mechanism.PREEMPTION_STALL not in found0:
-        confidence = min(confidence, UNCONFIRMED_CAP)
-        settle.append("the stalled time is a lower bound (decode deficit at burst scrapes only): a preempted "
-                      "sequence that waits longer than a scrape is missed; export the preempted depth "
-                      "(radiance:num_requests_preempted) to integrate it")
-    if x.preemption_from_queue and Mechanism.PREEMPTION_STALL in found0:
-        # the queue's excess after a burst holds the preempted sequences and any arrivals queued by
-        # the same load: a stall read from it alone is a leaning (alien-engine recordings on plain
-        # vLLM: within 1 point of the true stall on 10 of 12 runs, but 22 % against 39 % and
-        # 25 % against 32 % where the queue never drained, so either way it is an estimate)
-        confidence = min(confidence, UNCONFIRMED_CAP)
-        settle.append("the stalled time is read from the waiting queue's excess after preemption bursts, which "
-                      "also holds arrivals queued by the same load: export the preempted depth to integrate it")
-    mechs = tuple(sorted(found0, key=lambda m: m.value))
-    return Verdict(point, mechs, round(confidence, 3), tuple(ev), tuple(settle) if confidence < 0.7 else ())
+    ordered = tuple(sorted(found, key=lambda f: -(f.loss_share if np.isfinite(f.loss_share) else 1.0)))
+    mechs = tuple(sorted((f.mechanism for f in found), key=lambda m: m.value))
+    v = Verdict(point, mechs, round(confidence, 3), tuple(ev), tuple(settle) if confidence < 0.7 else (),
+                ordered, "", None, x.withheld)
+    return replace(v, headline=headline_text(v, x))

@@ -50,6 +50,10 @@ def _ms(x: float) -> str:
     return _f(x * 1000 if math.isfinite(x) else x, ".1f", " ms")
 
 
+def _pct(x: float) -> str:
+    return f"{100 * x:.1f} %" if math.isfinite(x) else "-"
+
+
 def _t(ts: float) -> str:
     return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%m-%d %H:%M:%S")
 
@@ -73,19 +77,26 @@ def render(report: CensusReport, console: Console) -> None:
     head = Text()
     head.append(f"{v.mechanism.value}", style=_COLOR[v.mechanism])
     head.append(f"   confidence {v.confidence:.2f}\n", style="bold")
-    head.append(_MEANING[v.mechanism])
-    if v.mechanisms and v.mechanism != Mechanism.MIXED:
-        head.append("\nfound: " + ", ".join(m.value for m in v.mechanisms))
-    if v.mechanism == Mechanism.MIXED:
-        head.append("\nmechanisms: " + ", ".join(m.value for m in v.mechanisms))
-    if report.losses:
-        lo = report.losses
-        head.append(f"\nlost decode time: sharing {100 * lo.step_time_sharing:.1f} %, eviction "
-                    f"{100 * lo.eviction:.1f} %, preemption {100 * lo.preemption_stall:.1f} % of decoders' time "
-                    "(estimates; a mechanism counts only with its signature)")
+    head.append(v.headline or _MEANING[v.mechanism])
+    dr = v.dose_response
+    if dr is not None and dr.available:
+        ledger = (f"; ledger: {dr.ledger_ms_per_1k_tokens:.0f} ms" if math.isfinite(dr.ledger_ms_per_1k_tokens) else "")
+        head.append(f"\ndose-response: decoders lose {dr.stall_ms_per_1k_tokens:.1f} ms per 1k prefill tokens "
+                    f"(90% interval {dr.stall_interval[0]:.1f}-{dr.stall_interval[1]:.1f}){ledger}")
+    for w in v.withheld:
+        head.append(f"\nwithheld: {w}", style="bold red")
     # Text, not markup: a label value is data (no markup, no emoji codes)
     console.print(Panel(head, title=Text(f"pdcensus census - {report.instance} ({report.job}) - {report.profile}"),
                         subtitle=Text(report.source), expand=False))
+    if v.found:
+        ft = Table(title="Found: each mechanism whose signature is in the data, and what it costs", title_justify="left")
+        for col in ("mechanism", "severity", "loss", "90% int.", "depth", "acts", "ITL p99", "conf", "signature"):
+            ft.add_column(col, overflow="fold")
+        for f in v.found:
+            ft.add_row(f.mechanism.value, f.severity.value, _pct(f.loss_share),
+                       f"{_pct(f.interval[0])}-{_pct(f.interval[1])}", _f(f.depth, ".2f"), _pct(f.active_share),
+                       _f(f.itl_p99_ratio, ".1f"), f"{f.confidence:.2f}", _e(f.signature.value))
+        console.print(ft)
     if v.settle:
         console.print("[bold]What would settle it:[/bold]")
         for s in v.settle:

@@ -175,7 +175,7 @@ def _truth(
     perturbation: Perturbation | None,
 ) -> dict[str, Any]:
     last = segments[-1]
-    keys = ("mechanism", "mechanisms", "allowed", "loss_seconds", "loss_share", "loss_share_of_lost",
+    keys = ("mechanism", "mechanisms", "found", "dominant", "allowed", "loss_seconds", "loss_share", "loss_share_of_lost",
             "decode_step_seconds", "chunk_step_seconds", "prefix_hit_cut_share", "held_steps", "preemptions",
             "mean_decoders")
     truth: dict[str, Any] = {

@@ -36,12 +36,21 @@ DOMINANT_SHARE_OF_LOSS = 0.25
 ALLOWED_SHARE_OF_DECODE = 0.005
 MIN_MEAN_DECODERS = 0.5
 
+# "Found": the mechanism cost decoders measurable time (>= this share of their decode time) and,
+# while it acted, decoders ran well below their undisturbed speed (sharing: a collapse, not
+# chunking overhead; eviction: a tail >= 10 % slower). A preemption stall is found when the model
+# preempted anything: a stopped sequence makes no progress at all while it waits.
+MEASURABLE_SHARE_OF_DECODE = ALLOWED_SHARE_OF_DECODE
+FOUND_DEPTH = {Mechanism.STEP_TIME_SHARING: 0.85, Mechanism.EVICTION: 0.9}
+
 RULE = (
-    "a mechanism DOMINATES when its lost decode time is >= 5% of the decoders' decode time and >= 25% "
-    "of all lost time; it is ALLOWED (present, minor) when its lost time is >= 0.5% of the decoders' "
-    "decode time; mechanism = 'none' if none dominates, the one if one does, 'mixed' if two or more do; "
-    "'inconclusive' when a perfect census could not decide: fewer than 0.5 decoders on average, or no "
-    "chunk step ever ran beside decoders (no busy bucket)"
+    "a mechanism is FOUND when the model caused it and it cost decoders measurable time while acting: "
+    ">= 0.5% of the decoders' decode time, and (sharing) decoders in chunk steps ran below 0.85 of a "
+    "decode-only step's speed or (eviction) below 0.9 of it while evicted, or (preemption) a sequence "
+    "was preempted; a found mechanism is MATERIAL at >= 5% of the decoders' decode time, else minor; "
+    "mechanism = 'none' if nothing is found, 'mixed' if two or more material ones each hold >= 25% of "
+    "all lost time, else the found one that cost most; 'inconclusive' when a perfect census could not "
+    "decide: fewer than 0.5 decoders on average, or no chunk step ever ran beside decoders (no busy bucket)"
 )
 
 
@@ -64,6 +73,9 @@ class LossLedger:
     prefill_tokens: int = 0
     cut_tokens: int = 0
     preemptions: int = 0
+    # decoders' time in steps where each mechanism acted (its depth = 1 - loss / this)
+    sharing_active_seconds: float = 0.0
+    eviction_active_seconds: float = 0.0
 
     def record_steps(
         self, decoders: int, steps: int, step_seconds: float, chunk_extra_seconds: float,
@@ -85,6 +97,10 @@ class LossLedger:
             self.decode_seconds += decoders * steps * step_seconds
             self.sharing_seconds += decoders * steps * chunk_extra_seconds
             self.eviction_seconds += decoders * steps * miss_seconds
+            if chunk_extra_seconds > 0:
+                self.sharing_active_seconds += decoders * steps * step_seconds
+            if miss_seconds > 0:
+                self.eviction_active_seconds += decoders * steps * step_seconds
 
     def record_stall(self, seconds: float) -> None:
         """A preempted sequence emitted again ``seconds`` after it was stopped."""
@@ -99,32 +115,59 @@ class LossLedger:
         }
 
 
+def found_rule(share: dict[Mechanism, float], depth: dict[Mechanism, float],
+               preempted: bool) -> dict[Mechanism, str]:
+    """The found mechanisms and their severity ("material" / "minor"), by :data:`RULE`."""
+    out: dict[Mechanism, str] = {}
+    for m in CAUSES:
+        if m is Mechanism.PREEMPTION_STALL:
+            hit = preempted
+        else:
+            hit = share[m] >= MEASURABLE_SHARE_OF_DECODE and depth[m] < FOUND_DEPTH[m]
+        if hit:
+            out[m] = "material" if share[m] >= DOMINANT_SHARE_OF_DECODE else "minor"
+    return out
+
+
+def headline_rule(found: dict[Mechanism, str], share: dict[Mechanism, float]) -> Mechanism:
+    """'none', the costliest found mechanism, or 'mixed' (two material ones at >= 25 % of lost time each)."""
+    if not found:
+        return Mechanism.NONE
+    lost = sum(share[m] for m in found)
+    dominant = [m for m in found if share[m] >= DOMINANT_SHARE_OF_DECODE and share[m] >= DOMINANT_SHARE_OF_LOSS * lost]
+    if len(dominant) >= 2:
+        return Mechanism.MIXED
+    if dominant:
+        return dominant[0]
+    return max(found, key=lambda m: share[m])
+
+
 def judge(ledger: LossLedger) -> dict[str, object]:
-    """Apply :data:`RULE` to one ledger: mechanism, mechanisms, allowed, losses, shares, step means."""
+    """Apply :data:`RULE` to one ledger: mechanism, found, losses, shares, depths, step means."""
     losses = ledger.losses()
     total_loss = sum(losses.values())
     decode = ledger.decode_seconds
     window = max(ledger.end_seconds - ledger.start_seconds, 1e-9)
     share = {m: (v / decode if decode > 0 else 0.0) for m, v in losses.items()}
     share_of_loss = {m: (v / total_loss if total_loss > 0 else 0.0) for m, v in losses.items()}
-    dominant = [
-        m for m in CAUSES
-        if share[m] >= DOMINANT_SHARE_OF_DECODE and share_of_loss[m] >= DOMINANT_SHARE_OF_LOSS
-    ]
+    active = {Mechanism.STEP_TIME_SHARING: ledger.sharing_active_seconds,
+              Mechanism.EVICTION: ledger.eviction_active_seconds}
+    depth = {m: (1.0 - losses[m] / a if a > 0 else 1.0) for m, a in active.items()}
+    found = found_rule(share, depth, ledger.preemptions > 0 or ledger.preemption_seconds > 0)
+    dominant = [m for m in found if found[m] == "material" and share_of_loss[m] >= DOMINANT_SHARE_OF_LOSS]
     allowed = [m for m in CAUSES if share[m] >= ALLOWED_SHARE_OF_DECODE]
     mean_decoders = decode / window
     if mean_decoders < MIN_MEAN_DECODERS or ledger.chunk_steps_beside_decoders == 0:
         verdict = Mechanism.INCONCLUSIVE
-    elif not dominant:
-        verdict = Mechanism.NONE
-    elif len(dominant) == 1:
-        verdict = dominant[0]
     else:
-        verdict = Mechanism.MIXED
+        verdict = headline_rule(found, share)
     return {
         "mechanism": verdict.value,
-        "mechanisms": [m.value for m in dominant],
+        "mechanisms": sorted(m.value for m in found),
+        "dominant": [m.value for m in dominant],
         "allowed": [m.value for m in allowed],
+        "found": [{"mechanism": m.value, "severity": sev, "loss_share": round(share[m], 6),
+                   "depth": round(depth[m], 6) if m in depth else None} for m, sev in found.items()],
         "loss_seconds": {m.value: round(v, 6) for m, v in losses.items()},
         "loss_share": {m.value: round(v, 6) for m, v in share.items()},
         "loss_share_of_lost": {m.value: round(v, 6) for m, v in share_of_loss.items()},

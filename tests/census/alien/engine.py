@@ -126,6 +126,8 @@ class Trace:
     eviction_seconds: np.ndarray
     preemption_seconds: np.ndarray
     chunk_steps_beside_decoders: np.ndarray
+    sharing_active_seconds: np.ndarray  # decoders' time in chunk steps (sharing's depth = 1 - loss / this)
+    eviction_active_seconds: np.ndarray  # decoders' time in steps with an eviction penalty
 
     def tick_of(self, t: float) -> int:
         return int(np.clip(math.floor((t - self.start_seconds) / self.tick_seconds), 0, self.up.size - 1))
@@ -135,7 +137,7 @@ def _new_trace(n: int, start: float) -> Trace:
     z = lambda: np.zeros(n)  # noqa: E731
     return Trace(TICK_SECONDS, start, np.ones(n, bool), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(), z(),
                  z(), z(), np.zeros((n, len(TTFT_BOUNDS) + 1)), np.zeros((n, len(ITL_BOUNDS) + 1)),
-                 np.zeros((n, len(ITERATION_BOUNDS) + 1)), z(), z(), z(), z(), z())
+                 np.zeros((n, len(ITERATION_BOUNDS) + 1)), z(), z(), z(), z(), z(), z(), z())
 
 
 def _bucket(bounds: tuple[float, ...], value: float) -> int:
@@ -207,7 +209,7 @@ def run_engine(law: StepLaw, traffic: Traffic, duration_seconds: float, seed: in
                 queue.appendleft([tokens, tokens, t, 1.0, p[1], p[3]])
 
         gen = pre = steps = dsteps = ssec = dsec = held = 0.0
-        dec_s = shr_s = ev_s = beside = 0.0
+        dec_s = shr_s = ev_s = beside = shr_on = ev_on = 0.0
         budget = h + debt
         per_stream = 0.0
         pen_frac = 0.0
@@ -232,6 +234,7 @@ def run_engine(law: StepLaw, traffic: Traffic, duration_seconds: float, seed: in
                 gen += running * k_dec
                 dec_s += running * k_dec * (s + pen)
                 ev_s += running * k_dec * pen
+                ev_on += running * k_dec * (s + pen) if pen > 0 else 0.0
                 itl[i, _bucket(ITL_BOUNDS, s + pen)] += running * k_dec
                 iteration[i, _bucket(ITERATION_BOUNDS, running)] += k_dec
                 per_stream += k_dec
@@ -253,6 +256,8 @@ def run_engine(law: StepLaw, traffic: Traffic, duration_seconds: float, seed: in
             if running:
                 beside += k
                 dec_s += running * k * step
+                shr_on += running * k * step
+                ev_on += running * k * step if (rows and pen > 0) else 0.0
                 itl[i, _bucket(ITL_BOUNDS, step if rows else k * step)] += running * (k if rows else 1)
                 if rows:
                     shr_s += running * k * (step - s - pen)
@@ -295,7 +300,8 @@ def run_engine(law: StepLaw, traffic: Traffic, duration_seconds: float, seed: in
                             ("kv_usage", min(1.0, context / traffic.kv_capacity_tokens)), ("decode_gauge", g_dec),
                             ("prefill_gauge", g_pre), ("decoder_seconds", dec_s + stopped * h),
                             ("sharing_seconds", shr_s), ("eviction_seconds", ev_s),
-                            ("preemption_seconds", stopped * h), ("chunk_steps_beside_decoders", beside)):
+                            ("preemption_seconds", stopped * h), ("chunk_steps_beside_decoders", beside),
+                            ("sharing_active_seconds", shr_on), ("eviction_active_seconds", ev_on)):
             cols[name][i] = value
     for name, values in cols.items():
         setattr(tr, name, np.asarray(values, dtype=np.float64))
@@ -305,4 +311,4 @@ def run_engine(law: StepLaw, traffic: Traffic, duration_seconds: float, seed: in
 _PER_TICK = ("generation_tokens", "prompt_tokens", "steps", "decode_steps", "step_seconds", "decode_step_seconds",
              "held_steps", "preemptions", "running", "waiting", "preempted", "kv_usage", "decode_gauge",
              "prefill_gauge", "decoder_seconds", "sharing_seconds", "eviction_seconds", "preemption_seconds",
-             "chunk_steps_beside_decoders")
+             "chunk_steps_beside_decoders", "sharing_active_seconds", "eviction_active_seconds")

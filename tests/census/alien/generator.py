@@ -5,23 +5,25 @@ chunks of 512-8192 tokens; decode rows in chunk steps or not; an interleave of 0
 steps), the workload of one injected cause, the metric set and the scrape plan (10-30 s,
 jitter, missed scrapes, a restart, ``process_start_time_seconds`` or not).
 
-The truth rule (the census's own, ``pdcensus.census.verdict``): over the analysed shape
-(after the last restart), a mechanism *dominates* when its lost decode time is at least 5 %
-of the decoders' decode time and at least 25 % of all lost time; the mechanism is the one
-that dominates, ``mixed`` if two or more do, ``none`` if none does, and ``inconclusive``
-when no census could decide: fewer than 0.5 decoders on average, or no chunk step ever ran
-beside decoders. ``Truth.borderline`` marks windows where some mechanism lies within a
+The truth rule (the simulator's, ``pdcensus.sim.truth.RULE``, applied to this model's own
+accounting): over the analysed shape (after the last restart), a mechanism is *found* when it
+cost decoders measurable time while acting (see ``found_rule``); the headline is the found one
+that cost most, ``mixed`` when two material ones each hold 25 % of lost time, ``none`` if
+nothing is found, and ``inconclusive`` when no census could decide: fewer than 0.5 decoders
+on average, or no chunk step ever ran beside decoders. ``Truth.borderline`` marks windows where some mechanism lies within a
 factor 1.4 of either threshold (the rule could flip on a different window of the same load).
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from pdcensus.series.model import Recording
+from pdcensus.sim.truth import Mechanism as TruthMechanism
+from pdcensus.sim.truth import found_rule, headline_rule
 
 from .engine import Cause, StepLaw, Trace, Traffic, run_engine
 from .export import METRIC_SETS, ScrapePlan, export_recording
@@ -58,6 +60,8 @@ class Truth:
     chunk_steps_beside_decoders: float
     borderline: bool
     window_seconds: tuple[float, float]
+    found: dict[str, str] = field(default_factory=dict)  # found mechanism -> "material" / "minor"
+    depth: dict[str, float] = field(default_factory=dict)  # decoders' speed while it acted (1 = undisturbed)
 
 
 def random_law(rng: np.random.Generator) -> StepLaw:
@@ -137,14 +141,22 @@ def judge(tr: Trace, start_seconds: float, end_seconds: float) -> Truth:
     total = sum(losses.values())
     of_decode = {MECHANISMS[k]: (v / decode if decode > 0 else 0.0) for k, v in losses.items()}
     of_loss = {MECHANISMS[k]: (v / total if total > 0 else 0.0) for k, v in losses.items()}
-    dominant = tuple(sorted(m for m in of_decode if of_decode[m] >= DOMINANT_SHARE_OF_DECODE
+    depth = {}
+    for key in ("sharing", "eviction"):
+        on = float(getattr(tr, key + "_active_seconds")[lo:hi].sum())
+        depth[MECHANISMS[key]] = 1.0 - losses[key] / on if on > 0 else 1.0
+    preempted = float(tr.preemptions[lo:hi].sum()) > 0 or losses["preemption"] > 0
+    share = {TruthMechanism(m): v for m, v in of_decode.items()}
+    found = {m.value: sev for m, sev in found_rule(share, {TruthMechanism(k): v for k, v in depth.items()},
+                                                    preempted).items()}
+    dominant = tuple(sorted(m for m in found if of_decode[m] >= DOMINANT_SHARE_OF_DECODE
                             and of_loss[m] >= DOMINANT_SHARE_OF_LOSS))
     mean_decoders = decode / max(end_seconds - start_seconds, 1e-9)
     beside = float(tr.chunk_steps_beside_decoders[lo:hi].sum())
     if mean_decoders < MIN_MEAN_DECODERS or beside == 0:
         mechanism = "inconclusive"
     else:
-        mechanism = "none" if not dominant else dominant[0] if len(dominant) == 1 else "mixed"
+        mechanism = headline_rule({TruthMechanism(m): sev for m, sev in found.items()}, share).value
     f = BORDER_FACTOR
     border = any(
         (DOMINANT_SHARE_OF_DECODE / f <= of_decode[m] < DOMINANT_SHARE_OF_DECODE * f
@@ -152,8 +164,8 @@ def judge(tr: Trace, start_seconds: float, end_seconds: float) -> Truth:
         or (of_decode[m] >= DOMINANT_SHARE_OF_DECODE / f
             and DOMINANT_SHARE_OF_LOSS / f <= of_loss[m] < DOMINANT_SHARE_OF_LOSS * f)
         for m in of_decode)
-    return Truth(mechanism, dominant, of_decode, of_loss, mean_decoders, beside,
-                 border and mechanism != "inconclusive", (start_seconds, end_seconds))
+    return Truth(mechanism, tuple(sorted(found)), of_decode, of_loss, mean_decoders, beside,
+                 border and mechanism != "inconclusive", (start_seconds, end_seconds), found, depth)
 
 
 def make_recording(config: AlienConfig) -> tuple[Recording, Truth]:

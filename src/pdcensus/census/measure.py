@@ -1,0 +1,203 @@
+"""Measure what the verdict reads: per-replicate estimates from the passes' outputs.
+
+Every estimate is a ratio of decoder-time weighted sums, computed for the window (row 0)
+and every moving-block bootstrap replicate at once as matrix products (see
+:mod:`pdcensus.census.bootstrap`). The verdict (:mod:`pdcensus.census.verdict`) only
+compares these with its thresholds; nothing here decides.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdcensus.census.bootstrap import interval, weighted_ratio
+from pdcensus.census.buckets import IDLE_FLOOR_TOKENS_PER_SECOND, BucketAssignment
+from pdcensus.census.detect import INFLATION_MARGIN, TAIL_EFFECT_MARGIN
+from pdcensus.census.dose import DoseFit
+from pdcensus.census.lag import TAIL_WINDOW_SECONDS, History
+from pdcensus.census.ledger import LedgerExcess
+from pdcensus.census.model import PreemptionResult
+from pdcensus.census.preemption import PreemptionLoss
+from pdcensus.census.recovery import recovery
+from pdcensus.census.signals import Histogram, ShapeSignals
+from pdcensus.census.ttft import summed_quantile
+from pdcensus.census.verdict_inputs import VerdictInputs
+from pdcensus.series.profiles import Signal
+
+# A burst lines up with a stall when decode at the burst is this far below its bucket's
+# baseline, or prefill (the re-prefill from token 0) this far above its mean.
+BURST_DIP = 0.95
+BURST_SPIKE = 1.5
+# Decode per stream this much faster while prompts are counted (interval's lower end) is no
+# interference at all: the counters see the work late (see contrast_note).
+FASTER_WHILE_COUNTED = 1.05
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What the passes produced for one shape, as the measuring step needs it."""
+
+    proven: bool
+    shape_reason: str
+    signals: ShapeSignals
+    assignment: BucketAssignment
+    per_stream: np.ndarray
+    decoder_seconds: np.ndarray
+    history: History
+    weights: np.ndarray
+    excess: LedgerExcess | None
+    running: np.ndarray | None
+    interval_seconds: np.ndarray
+    tail_effect: np.ndarray
+    tail_ran: bool
+    preemption_loss: PreemptionLoss
+    preemption: PreemptionResult
+    dose: DoseFit
+    withheld: tuple[str, ...] = ()
+
+
+def _itl_ratio(hist: Histogram | None, active: np.ndarray, reference: np.ndarray) -> float:
+    """ITL p99 over intervals where a mechanism acts / over the reference intervals."""
+    if hist is None or not active.any() or not reference.any():
+        return float("nan")
+    a, b = summed_quantile(0.99, hist, active), summed_quantile(0.99, hist, reference)
+    return a / b if np.isfinite(a) and np.isfinite(b) and b > 0 else float("nan")
+
+
+def _share(mask: np.ndarray, wdec: np.ndarray) -> float:
+    total = float(wdec.sum())
+    return float(wdec[mask].sum()) / total if total > 0 else float("nan")
+
+
+def single_session(running: np.ndarray | None, valid: np.ndarray) -> str:
+    """Non-empty when at most one request ran in every scrape: no other session's prefill exists."""
+    if running is None or not valid.any():
+        return ""
+    top = float(np.nanmax(running[valid]))
+    return f"at most {top:.0f} request ran in any scrape" if top <= 1.0 else ""
+
+
+def contrast_note(lag0: np.ndarray, rates_from_counters: bool) -> str:
+    """Why decode per stream reads faster while prompts are counted, when it does beyond noise."""
+    lo, _ = interval(lag0)
+    if not (np.isfinite(lo) and lo > FASTER_WHILE_COUNTED):
+        return ""
+    if rates_from_counters:
+        return (f"decode per stream is {lag0[0]:.2f}x faster while prompt tokens are counted: these counters are "
+                "added when a prefill ends or a request completes, so the 'busy' intervals are the ones in which "
+                "prefills finished and requests were admitted or completed, not the ones in which prefill ran")
+    return (f"decode per stream is {lag0[0]:.2f}x faster while prefill runs: the prefill gauge and the decode gauge "
+            "do not see the same work (prefill counted late, or decode counted at request end)")
+
+
+def verdict_inputs(m: Measured) -> VerdictInputs:
+    """The verdict's inputs: contrasts, loss shares, signatures' readings and the data's limits."""
+    s, a, W, wdec, hist, excess = m.signals, m.assignment, m.weights, m.decoder_seconds, m.history, m.excess
+    valid = np.isfinite(m.per_stream) & (wdec > 0)
+    pz = np.where(valid, m.per_stream, 0.0)
+    idle, busy = a.idle & valid, a.busy & valid
+    p_idle = weighted_ratio(W, wdec * pz * idle, wdec * idle)
+    total = W @ wdec
+    busy_w, busy_wp = W @ (wdec * busy), W @ (wdec * pz * busy)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        collapse = (busy_w - busy_wp / p_idle) / total
+        lag0 = (busy_wp / busy_w) / p_idle
+    clean, tail = hist.clean & valid, hist.tail & valid
+    p_clean = weighted_ratio(W, wdec * pz * clean, wdec * clean)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tail_loss = ((W @ (wdec * tail)) - (W @ (wdec * pz * tail)) / p_clean) / total
+    if not np.isfinite(m.tail_effect[0]):
+        tail_loss = np.full(W.shape[0], np.nan)
+    running, dt = m.running, m.interval_seconds
+    sharing = residency = during = after = after_bounded = ledger_depth = None
+    chunk_steps_beside = 0.0
+    if excess is not None:
+        r = np.nan_to_num(running) if running is not None else np.zeros(s.n)
+        lv = excess.valid & (r > 0)
+        den = np.where(lv, r * dt, 0.0)
+        sharing = weighted_ratio(W, np.where(lv, r * np.nan_to_num(excess.sharing_seconds), 0.0), den)
+        residency = weighted_ratio(W, np.where(lv, r * np.nan_to_num(excess.residency_seconds), 0.0), den)
+        chunk_steps_beside = float(np.nansum(np.where(lv, excess.chunk_steps, 0.0))) if running is not None else 0.0
+        d0 = np.nan_to_num(excess.reference_step_seconds)
+        if excess.chunk_seconds is not None and excess.chunk_steps_counted and np.isfinite(excess.reference_step_seconds).any():
+            ledger_depth = weighted_ratio(W, np.where(lv, d0 * excess.chunk_steps, 0.0),
+                                          np.where(lv & (d0 > 0), excess.chunk_seconds, 0.0))
+        if np.isfinite(excess.reference_step_seconds).any():
+            d0s = d0 * excess.decode_steps
+            during = weighted_ratio(W, excess.decode_seconds * hist.heavy, d0s * hist.heavy)
+            after = weighted_ratio(W, excess.decode_seconds * hist.quiet, d0s * hist.quiet)
+            quiet_steps = (excess.decode_steps * hist.quiet).sum()
+            if quiet_steps <= 0:
+                after = None
+            if excess.batch_step_bound is not None and quiet_steps > 0:
+                # decode-only time beyond the longest step a bigger batch alone could explain
+                allowed = np.nan_to_num(excess.batch_step_bound) * excess.decode_steps
+                beyond = np.clip(excess.decode_seconds - allowed, 0.0, None)
+                after_bounded = weighted_ratio(W, (d0s + beyond) * hist.quiet, d0s * hist.quiet)
+    pre, ploss = m.preemption, m.preemption_loss
+    aligned = bool((np.isfinite(pre.decode_dip) and pre.decode_dip <= BURST_DIP)
+                   or (np.isfinite(pre.prefill_spike) and pre.prefill_spike >= BURST_SPIKE))
+    burst = ploss.active if ploss.active is not None else np.zeros(s.n, bool)
+    itl = s.histograms.get(Signal.ITL)
+    rates = s.rates_from_counters
+    window = float(s.times[-1] - s.times[0]) if s.n > 1 else 0.0
+    tail_note = "" if m.tail_ran else (
+        f"the window is {window / 60:.0f} min: a 2-14 min tail needs {TAIL_WINDOW_SECONDS[1] / 60:.0f} min of history "
+        "before a clean scrape and tail scrapes after prefill; record a longer window with idle spells"
+        if window < 2 * TAIL_WINDOW_SECONDS[1] else "")
+    rec = recovery(m.per_stream, wdec, running, hist, W)
+    uncontrolled = bool(
+        (after is not None and _lower(after) > INFLATION_MARGIN)
+        or (m.tail_ran and np.isfinite(m.tail_effect[0]) and interval(m.tail_effect)[1] < TAIL_EFFECT_MARGIN))
+    return VerdictInputs(
+        shape_proven=m.proven, shape_reason=m.shape_reason, samples=int(valid.sum()), idle_samples=int(idle.sum()),
+        busy_samples=int(busy.sum()), has_ledger=excess is not None, ledger_chunk_steps=chunk_steps_beside,
+        scrape_interval_seconds=s.scrape_interval_seconds, rates_from_counters=rates,
+        collapse=collapse, lag0_effect=lag0, sharing=sharing, residency=residency, inflation_during=during,
+        inflation_after=after, tail_effect=m.tail_effect, tail_loss=tail_loss, preemption=ploss.share,
+        preemption_basis=ploss.basis, bursts=len(pre.bursts), burst_aligned=aligned,
+        preemption_counted=s.increase(Signal.PREEMPTIONS) is not None, preemption_kind=ploss.kind,
+        saturated_share=_saturated_share(s, running), tail_batch_ratio=_batch_ratio(running, tail, clean),
+        inflation_after_batch_bounded=after_bounded,
+        baseline_prefill_free_share=float((s.prefill_tokens_per_second[idle] <= IDLE_FLOOR_TOKENS_PER_SECOND).mean())
+        if idle.any() and s.prefill_tokens_per_second is not None else 1.0,
+        ledger_depth=ledger_depth, dose_stall=m.dose.stall_seconds_per_token, dose_depth=m.dose.depth_at_top,
+        busy_share=_share(busy, wdec), tail_share=_share(tail, wdec), burst_share=_share(burst & valid, wdec),
+        preemption_depth=pre.decode_dip,
+        itl_busy_ratio=_itl_ratio(itl, a.busy, a.idle), itl_tail_ratio=_itl_ratio(itl, hist.tail, hist.clean),
+        itl_burst_ratio=_itl_ratio(itl, burst, ~burst),
+        tail_test_ran=m.tail_ran, tail_window_note=tail_note,
+        recovery_effect=rec.effect, recovery_loss=rec.loss, recovery_note=rec.text(), uncontrolled_eviction=uncontrolled,
+        single_session=single_session(running, valid), contrast_note=contrast_note(lag0, rates),
+        withheld=m.withheld,
+    )
+
+
+def _lower(reps: np.ndarray) -> float:
+    lo, _ = interval(reps)
+    return lo
+
+
+def _batch_ratio(running: np.ndarray | None, tail: np.ndarray, clean: np.ndarray) -> float:
+    """max(1, median batch of the lagged-tail scrapes / of the clean ones).
+
+    Per-stream rate falls with the batch on every engine, at most in proportion to it (a step
+    has a fixed part >= 0), and the requests queued behind a long prompt are admitted together
+    after it: a tail is residency only if it is deeper than this ratio explains.
+    """
+    if running is None or not tail.any() or not clean.any():
+        return 1.0
+    r = np.nan_to_num(running)
+    ref = float(np.median(r[clean]))
+    return max(1.0, float(np.median(r[tail])) / ref) if ref > 0 else 1.0
+
+
+def _saturated_share(s: ShapeSignals, running: np.ndarray | None) -> float:
+    """Share of scrapes with requests running in which some also wait (NaN without both gauges)."""
+    waiting = s.gauge(Signal.WAITING)
+    if waiting is None or running is None:
+        return float("nan")
+    busy = np.isfinite(running) & (running > 0) & np.isfinite(waiting)
+    return float((waiting[busy] > 0).mean()) if busy.any() else float("nan")

@@ -1,0 +1,187 @@
+"""When the data cannot tell, what it cannot show, and readings that can fake a signature.
+
+Three kinds of limit, each with what would settle it:
+
+- :func:`preconditions`: the data cannot tell at all (an unproven shape, too few scrapes,
+  no idle or busy prefill to contrast, a saturated endpoint that counts no preemptions, one
+  running request with no other session). The verdict is ``inconclusive``; a counted
+  preemption burst is still reported as found.
+- :func:`quality`: penalties on confidence for what the data cannot show (no ledger, a scrape
+  interval over 30 s, counter rates, a short window, no tail test).
+- :func:`apply_caps`: readings that can fake or hide a signature whatever the bootstrap says
+  cap the headline below the confident 0.7 (``UNCONFIRMED_CAP``): eviction that batch growth
+  alone would explain, eviction from inflated decode-only steps with no lag test, ``none``
+  without a ledger from a baseline that always carries prefill, a stalled time that is only a
+  lower bound or read from the queue, and a headline that moving one loss share by
+  ``MODEL_TOLERANCE`` of itself would change. (On recordings of another engine model,
+  tests/census/alien, such verdicts were wrong about half the time at confidence 0.71-0.97.)
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+
+from pdcensus.census.bootstrap import interval
+from pdcensus.census.detect import COLLAPSE_RATIO
+from pdcensus.census.headline import MATERIAL_SHARE, headline_mechanism
+from pdcensus.census.model import Evidence, Found, Mechanism, Severity, Signature
+from pdcensus.census.preemption import StallBasis
+from pdcensus.census.verdict_inputs import VerdictInputs
+
+MIN_SAMPLES = 30  # scrapes with decoders running, below which nothing is ranked
+MIN_GROUP_SAMPLES = 10  # idle / busy scrapes needed for a contrast
+SATURATED_SHARE = 0.5  # waiting > 0 in this share of scrapes: the endpoint is at capacity
+NO_LEDGER_FACTOR = 0.8
+SLOW_SCRAPE_FACTOR = 0.8
+COUNTER_RATES_FACTOR = 0.9
+SHORT_WINDOW_FACTOR = 0.9
+NO_TAIL_TEST_FACTOR = 0.85
+PREEMPTION_CONFOUND = 0.65  # eviction beside material preemption: stalls shed and re-admit rows
+MAX_CONFIDENCE = 0.97  # no census of someone else's engine is surer than this
+UNCONFIRMED_CAP = 0.6
+MODEL_TOLERANCE = 0.15  # loss shares carry model error the bootstrap does not see
+# Sharing or eviction costing less than this share of decoders' time is not counted as found, even with
+# its signature in the data: the simulator's truth calls it "not measurable" by the same line
+# (pdcensus.sim.truth.MEASURABLE_SHARE_OF_DECODE), and the loss shares' model error is larger.
+MEASURABLE_SHARE = 0.005
+BASELINE_PREFILL_FREE_SHARE = 0.5
+SHORT_WINDOW_SAMPLES = 240
+
+
+def preconditions(x: VerdictInputs) -> tuple[list[Evidence], list[str], bool]:
+    """The evidence on sample counts, what would settle it when the data cannot tell, and whether only
+    the bucket contrast is missing (``True``: too few idle or busy scrapes, everything else holds, so
+    signatures that need no contrast can still be read)."""
+    ev = [
+        Evidence("shape-proven", None, None, x.shape_proven, x.shape_reason),
+        Evidence("samples", float(x.samples), float(MIN_SAMPLES), x.samples >= MIN_SAMPLES,
+                 f"{x.samples} scrapes with decoders running (need {MIN_SAMPLES})"),
+        Evidence("idle-bucket", float(x.idle_samples), float(MIN_GROUP_SAMPLES), x.idle_samples >= MIN_GROUP_SAMPLES,
+                 f"{x.idle_samples} scrapes with idle prefill"),
+        Evidence("busy-bucket", float(x.busy_samples), float(MIN_GROUP_SAMPLES), x.busy_samples >= MIN_GROUP_SAMPLES,
+                 f"{x.busy_samples} scrapes with busy prefill"),
+    ]
+    settle: list[str] = []
+    if not x.shape_proven:
+        settle.append("prove the window is one shape: scrape a counter on every scrape, or export "
+                      "process_start_time_seconds, or pick another shape with --segment")
+    if x.samples < MIN_SAMPLES:
+        settle.append(f"record at least {MIN_SAMPLES} scrapes while requests are running")
+    if x.single_session:
+        ev.append(Evidence("other-session", None, None, False, x.single_session))
+        settle.append(f"{x.single_session}: no other session's prefill to bucket decode by; load the endpoint "
+                      "with two or more concurrent sessions")
+    # with a ledger, chunk steps beside decoders are counted directly: the contrast is corroboration
+    ledger_sees_prefill = x.has_ledger and x.ledger_chunk_steps > 0
+    hard = len(settle)
+    if x.idle_samples < MIN_GROUP_SAMPLES and not ledger_sees_prefill:
+        settle.append("record a window that includes idle-prefill periods (a baseline for decoders)")
+    if x.busy_samples < MIN_GROUP_SAMPLES and not ledger_sees_prefill:
+        settle.append("record a window in which another session prefills while others decode")
+    if not x.preemption_counted and x.saturated_share >= SATURATED_SHARE:
+        ev.append(Evidence("saturated-without-preemption-counter", x.saturated_share, SATURATED_SHARE, False,
+                           f"requests wait in {100 * x.saturated_share:.0f} % of scrapes: the endpoint is at "
+                           "capacity, and this engine exports no preemption counter"))
+        settle.append("the queue never drains and this engine exports no preemption counter: stalls of "
+                      "preempted or refused sequences can be neither ruled in nor out; relieve the load or "
+                      "read the engine's logs for preemption/retraction before ranking mechanisms")
+        hard = len(settle)
+    return ev, settle, bool(settle) and hard == 0
+
+
+def quality(x: VerdictInputs) -> tuple[float, list[str]]:
+    """The confidence factor for what the data cannot show, and what would lift it."""
+    factor, notes = 1.0, []
+    if not x.has_ledger:
+        factor *= NO_LEDGER_FACTOR
+        notes.append("a build with the step ledger (decode-only step counters) would separate sharing from residency")
+    if x.scrape_interval_seconds > 30:
+        factor *= SLOW_SCRAPE_FACTOR
+        notes.append("scrape at 30 s or faster")
+    if x.rates_from_counters:
+        factor *= COUNTER_RATES_FACTOR
+    if x.samples < SHORT_WINDOW_SAMPLES:
+        factor *= SHORT_WINDOW_FACTOR
+    if not np.isfinite(x.tail_effect[0]) and x.inflation_after is None:
+        factor *= NO_TAIL_TEST_FACTOR
+        notes.append(x.tail_window_note or "idle periods of 15+ min would let the lag test rule eviction in or out")
+    return factor, notes
+
+
+def _headline_changes(x: VerdictInputs, found: list[Found], point: Mechanism) -> bool:
+    """Whether moving one found mechanism's loss share by ``MODEL_TOLERANCE`` changes the headline."""
+    losses = {f.mechanism: f.loss_share for f in found}
+    for m, v in losses.items():
+        for k in (1 - MODEL_TOLERANCE, 1 + MODEL_TOLERANCE):
+            if np.isfinite(v) and headline_mechanism({**losses, m: v * k}) is not point:
+                return True
+    return False
+
+
+def _cap_found(found: list[Found], mechanism: Mechanism) -> list[Found]:
+    return [replace(f, confidence=min(f.confidence, UNCONFIRMED_CAP)) if f.mechanism is mechanism else f
+            for f in found]
+
+
+def apply_caps(x: VerdictInputs, point: Mechanism, found: list[Found], confidence: float,
+               unfound_losses: dict[Mechanism, np.ndarray]) -> tuple[float, list[Found], list[str]]:
+    """Caps for readings that can fake or hide a signature; the capped confidence and the reasons."""
+    notes: list[str] = []
+    names = {f.mechanism for f in found}
+    cap = False
+    stalls = next((f for f in found if f.mechanism is Mechanism.PREEMPTION_STALL), None)
+    if stalls is not None and stalls.severity is Severity.MATERIAL and point is not Mechanism.PREEMPTION_STALL:
+        # preemption sheds and re-admits rows: every other share moves with it (alien-engine recordings:
+        # a ledger sharing share of 13 % against 8 % true beside 30 % of stalls, read as mixed at 0.97)
+        found = [f if f.mechanism is Mechanism.PREEMPTION_STALL else
+                 replace(f, confidence=round(f.confidence * PREEMPTION_CONFOUND, 3)) for f in found]
+        confidence *= PREEMPTION_CONFOUND
+        notes.append("material preemption changes batch size and masks or mimics the other mechanisms' shares: "
+                     "relieve KV pressure (or read /stats per-step forensics) to measure them apart")
+    if not x.has_ledger and Mechanism.EVICTION in names and Mechanism.STEP_TIME_SHARING not in names \
+            and np.isfinite(x.lag0_effect[0]) and x.lag0_effect[0] < COLLAPSE_RATIO:
+        cap = True
+        notes.append("decode also collapses at lag 0, and without a step ledger a lag-0 collapse beside a tail "
+                     "cannot be split between sharing and eviction: a build with the ledger would")
+    for m, reps in unfound_losses.items():
+        lo, _ = interval(reps)
+        if m not in names and np.isfinite(lo) and lo >= MATERIAL_SHARE:
+            cap = True
+            notes.append(f"{m.value}'s estimated loss is material ({100 * float(reps[0]):.0f} % of decoders' time) "
+                         "but its signature is not beyond noise here: the headline may miss it")
+    raw_tail = x.tail_effect[0]
+    if x.uncontrolled_eviction and Mechanism.EVICTION not in names:
+        cap = True
+        notes.insert(0, "decode is slower after prefill (a lagged tail or inflated decode-only steps), but the batch "
+                        "is larger then, and batch growth alone could explain it: record quiet spells (15+ min "
+                        "without heavy prefill) at the busy batch size, or read /stats per-step forensics")
+    eviction = next((f for f in found if f.mechanism is Mechanism.EVICTION), None)
+    if eviction is not None and eviction.signature is Signature.INFLATED_DECODE_STEPS and not np.isfinite(raw_tail):
+        found = _cap_found(found, Mechanism.EVICTION)
+        cap = cap or point in (Mechanism.EVICTION, Mechanism.MIXED)
+        notes.append("eviction rests on inflated decode-only steps alone (the lag test could not run): a long "
+                     "prompt's own decode over its context inflates them too; idle spells of 15+ min would let "
+                     "the lag test confirm the tail")
+    if not x.has_ledger and point is Mechanism.NONE and x.baseline_prefill_free_share < BASELINE_PREFILL_FREE_SHARE:
+        cap = True
+        notes.append(f"without a step ledger 'none' means no loss relative to the idle bucket, and prefill never "
+                     f"stops here ({100 * (1 - x.baseline_prefill_free_share):.0f} % of idle scrapes carry some): "
+                     "a loss spread over every scrape is invisible; a build with the step ledger measures it")
+    if stalls is not None and x.preemption_kind is StallBasis.DECODE_DEFICIT and point is not Mechanism.PREEMPTION_STALL:
+        cap = True
+        notes.append("the stalled time is a lower bound (decode deficit at burst scrapes only): a preempted "
+                     "sequence that waits longer than a scrape is missed; export the preempted depth to integrate it")
+    if stalls is not None and x.preemption_kind in (StallBasis.WAITING_QUEUE, StallBasis.UNMEASURABLE):
+        found = _cap_found(found, Mechanism.PREEMPTION_STALL)
+        cap = cap or point in (Mechanism.PREEMPTION_STALL, Mechanism.MIXED)
+        notes.append("the stalled time is read from the waiting queue's excess after preemption bursts (which also "
+                     "holds arrivals queued by the same load) or cannot be measured: export the preempted depth")
+    if found and _headline_changes(x, found, point):
+        cap = True
+        notes.append(f"moving one loss share by {100 * MODEL_TOLERANCE:.0f} % of itself changes which mechanism "
+                     "costs most: the census's estimates are not that exact; the knob's arm will settle it")
+    if cap:
+        confidence = min(confidence, UNCONFIRMED_CAP)
+    return confidence, found, notes

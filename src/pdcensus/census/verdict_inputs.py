@@ -1,0 +1,70 @@
+"""What the verdict reads: per-replicate estimates from the census passes and the data's limits.
+
+Kept apart from :mod:`pdcensus.census.verdict` so that the decision, its caps and its
+headline text (each a module of its own) read one typed input without importing each other.
+Row 0 of every array is the window itself, the rest are moving-block bootstrap replicates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdcensus.census.preemption import StallBasis
+
+
+@dataclass(frozen=True)
+class VerdictInputs:
+    """Per-replicate estimates (row 0 = the window itself) and the data's limits."""
+
+    shape_proven: bool
+    shape_reason: str
+    samples: int
+    idle_samples: int
+    busy_samples: int
+    has_ledger: bool
+    ledger_chunk_steps: float  # chunk steps counted by the ledger while decoders ran
+    scrape_interval_seconds: float
+    rates_from_counters: bool
+    collapse: np.ndarray  # rate-based loss share while prefill is busy
+    lag0_effect: np.ndarray  # busy / idle per-stream rate
+    sharing: np.ndarray | None  # ledger: step-time sharing loss share
+    residency: np.ndarray | None  # ledger: residency loss share
+    inflation_during: np.ndarray | None
+    inflation_after: np.ndarray | None
+    tail_effect: np.ndarray
+    tail_loss: np.ndarray
+    preemption: np.ndarray
+    preemption_basis: str
+    bursts: int
+    burst_aligned: bool
+    preemption_counted: bool = True
+    preemption_kind: StallBasis = StallBasis.DEPTH_INTEGRAL
+    saturated_share: float = float("nan")
+    tail_batch_ratio: float = 1.0
+    inflation_after_batch_bounded: np.ndarray | None = None
+    baseline_prefill_free_share: float = 1.0
+    # per-replicate readings that find sharing apart from the lag-0 contrast
+    ledger_depth: np.ndarray | None = None  # mean decode-only step / mean chunk step beside decoders
+    dose_stall: np.ndarray | None = None  # seconds of decode stall per prefill token
+    dose_depth: np.ndarray | None = None  # fitted per-stream ratio at the busy intervals' prefill level
+    # how often each acts: share of decoders' time in busy scrapes, in the tail, in bursts
+    busy_share: float = float("nan")
+    tail_share: float = float("nan")
+    burst_share: float = float("nan")
+    preemption_depth: float = float("nan")  # decode at burst scrapes / same-bucket baseline
+    # ITL p99 while each acts / otherwise (NaN without an ITL histogram)
+    itl_busy_ratio: float = float("nan")
+    itl_tail_ratio: float = float("nan")
+    itl_burst_ratio: float = float("nan")
+    recovery_effect: np.ndarray | None = None  # decode soon after prefill / long after (batch controlled)
+    recovery_loss: np.ndarray | None = None
+    recovery_note: str = ""
+    # the eviction signatures read without the batch control found eviction (batch growth could fake it)
+    uncontrolled_eviction: bool = False
+    tail_test_ran: bool = True  # the window can contain a 2-14 min tail with clean scrapes on both sides
+    tail_window_note: str = ""
+    single_session: str = ""  # non-empty: at most one request ran, so no other session's prefill exists
+    contrast_note: str = ""  # why decode per stream is faster while prompts are counted (if it is)
+    withheld: tuple[str, ...] = ()  # signals the sanity checks found broken, and what was withheld

@@ -1,0 +1,195 @@
+"""The decision as a table: hand-built inputs, one case per rule, cap and settle branch.
+
+Each input is a window of per-replicate estimates (row 0 = the window, the rest bootstrap
+replicates) built around a point value with a chosen spread, so each case states exactly
+which signature is inside or outside its threshold and which cost is material or minor.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+
+from pdcensus.census.headline import headline_mechanism
+from pdcensus.census.model import Mechanism, Severity, Signature
+from pdcensus.census.preemption import StallBasis
+from pdcensus.census.verdict import decide
+from pdcensus.census.verdict_caps import UNCONFIRMED_CAP
+from pdcensus.census.verdict_inputs import VerdictInputs
+
+R = 201  # the window + 200 replicates
+
+
+def reps(point: float, spread: float = 0.01) -> np.ndarray:
+    """Replicates around ``point``: row 0 is the point, the rest a symmetric spread."""
+    rng = np.random.default_rng(7)
+    out = point + spread * rng.standard_normal(R)
+    out[0] = point
+    return out
+
+
+NAN = np.full(R, np.nan)
+
+
+def base(**kw: object) -> VerdictInputs:
+    """A healthy, well-sampled radiance window with a ledger: nothing is found."""
+    x = VerdictInputs(
+        shape_proven=True, shape_reason="first scrape", samples=480, idle_samples=380, busy_samples=100,
+        has_ledger=True, ledger_chunk_steps=500.0, scrape_interval_seconds=15.0, rates_from_counters=False,
+        collapse=reps(0.004, 0.001), lag0_effect=reps(0.95), sharing=reps(0.005, 0.001), residency=reps(0.0, 0.001),
+        inflation_during=reps(1.0), inflation_after=reps(1.0), tail_effect=reps(1.0), tail_loss=reps(0.0, 0.001),
+        preemption=reps(0.0, 0.0), preemption_basis="time integral of the preempted depth", bursts=0,
+        burst_aligned=False, preemption_kind=StallBasis.DEPTH_INTEGRAL, inflation_after_batch_bounded=reps(1.0),
+        ledger_depth=reps(0.93), busy_share=0.2, tail_share=0.3, burst_share=0.0,
+    )
+    return replace(x, **kw)  # type: ignore[arg-type]
+
+
+def names(v) -> set[Mechanism]:
+    return {f.mechanism for f in v.found}
+
+
+def test_nothing_beyond_noise_is_none_with_confidence():
+    v = decide(base())
+    assert v.mechanism is Mechanism.NONE and not v.found and v.confidence >= 0.7
+    assert v.headline.startswith("none:")
+
+
+def test_chunking_overhead_alone_is_none():
+    # chunk steps 10 % longer than decode-only steps, decode at 0.91 of idle while prefill runs
+    v = decide(base(ledger_depth=reps(0.91), lag0_effect=reps(0.91), sharing=reps(0.01, 0.002)))
+    assert v.mechanism is Mechanism.NONE
+
+
+def test_rare_deep_sharing_is_found_and_minor():
+    v = decide(base(ledger_depth=reps(0.3), lag0_effect=reps(0.49, 0.03), sharing=reps(0.016, 0.003),
+                    busy_share=0.04))
+    assert v.mechanism is Mechanism.STEP_TIME_SHARING
+    (f,) = v.found
+    assert f.severity is Severity.MINOR and f.signature is Signature.CHUNK_STEP_COLLAPSE
+    assert "minor" in v.headline and "0.49 of idle" in v.headline and "1.6 %" in v.headline
+    assert v.confidence >= 0.7
+
+
+def test_sharing_near_the_material_line_is_named_not_inconclusive():
+    v = decide(base(ledger_depth=reps(0.3), lag0_effect=reps(0.5), sharing=reps(0.05, 0.004)))
+    assert v.mechanism is Mechanism.STEP_TIME_SHARING and v.confidence >= 0.7
+    assert v.found[0].near_material_line and "near the 5 % line" in v.headline
+
+
+def test_a_signature_whose_interval_crosses_the_threshold_is_not_found():
+    v = decide(base(has_ledger=False, sharing=None, residency=None, inflation_after=None,
+                    inflation_after_batch_bounded=None, ledger_depth=None, lag0_effect=reps(0.8, 0.06)))
+    assert Mechanism.STEP_TIME_SHARING not in names(v)
+
+
+def test_counter_only_dilution_is_found_by_dose_response():
+    v = decide(base(has_ledger=False, sharing=None, residency=None, inflation_after=None, ledger_depth=None,
+                    inflation_after_batch_bounded=None, rates_from_counters=True, lag0_effect=reps(0.93, 0.02),
+                    collapse=reps(0.01, 0.002), dose_stall=reps(2e-4, 2e-5), dose_depth=reps(0.7, 0.03)))
+    assert v.mechanism is Mechanism.STEP_TIME_SHARING
+    assert v.found[0].signature is Signature.DOSE_RESPONSE
+
+
+def test_a_lagged_tail_is_eviction():
+    v = decide(base(tail_effect=reps(0.6, 0.03), tail_loss=reps(0.12, 0.01)))
+    assert v.mechanism is Mechanism.EVICTION and v.found[0].signature is Signature.LAGGED_TAIL
+    assert v.found[0].severity is Severity.MATERIAL
+
+
+def test_a_tail_that_batch_growth_explains_is_not_found_and_caps_the_headline():
+    v = decide(base(tail_effect=reps(0.6, 0.03), tail_batch_ratio=1.8, tail_loss=reps(0.12, 0.01),
+                    uncontrolled_eviction=True))
+    assert Mechanism.EVICTION not in names(v)
+    assert v.confidence <= UNCONFIRMED_CAP and any("batch" in s for s in v.settle)
+
+
+def test_a_recovery_with_time_since_prefill_is_eviction_where_no_scrape_is_clean():
+    v = decide(base(tail_effect=NAN, tail_loss=NAN, recovery_effect=reps(0.7, 0.03), recovery_loss=reps(0.09, 0.01)))
+    assert v.mechanism is Mechanism.EVICTION and v.found[0].signature is Signature.RECOVERY_SLOPE
+
+
+def test_eviction_from_inflated_steps_alone_is_capped():
+    v = decide(base(tail_effect=NAN, tail_loss=NAN, inflation_after_batch_bounded=reps(1.5, 0.05),
+                    residency=reps(0.15, 0.01)))
+    assert v.mechanism is Mechanism.EVICTION and v.confidence <= UNCONFIRMED_CAP
+
+
+def test_preemption_bursts_are_found_even_when_short():
+    v = decide(base(bursts=14, burst_aligned=True, preemption=reps(0.011, 0.002)))
+    assert v.mechanism is Mechanism.PREEMPTION_STALL
+    assert v.found[0].severity is Severity.MINOR and v.confidence >= 0.7
+
+
+def test_bursts_that_line_up_with_nothing_are_less_sure():
+    aligned = decide(base(bursts=3, burst_aligned=True, preemption=reps(0.02, 0.002)))
+    unaligned = decide(base(bursts=3, burst_aligned=False, preemption=reps(0.02, 0.002)))
+    assert unaligned.confidence < aligned.confidence
+
+
+def test_a_stall_read_from_the_queue_is_capped():
+    v = decide(base(bursts=5, burst_aligned=True, preemption=reps(0.1, 0.01), preemption_kind=StallBasis.WAITING_QUEUE))
+    assert v.mechanism is Mechanism.PREEMPTION_STALL and v.confidence <= UNCONFIRMED_CAP
+
+
+def test_two_material_mechanisms_of_similar_cost_are_mixed():
+    v = decide(base(tail_effect=reps(0.6, 0.03), tail_loss=reps(0.12, 0.01), bursts=10, burst_aligned=True,
+                    preemption=reps(0.10, 0.005)))
+    assert v.mechanism is Mechanism.MIXED
+    assert names(v) == {Mechanism.EVICTION, Mechanism.PREEMPTION_STALL}
+
+
+def test_a_material_stall_caps_the_other_mechanisms():
+    v = decide(base(ledger_depth=reps(0.3), lag0_effect=reps(0.5), sharing=reps(0.2, 0.01), bursts=10,
+                    burst_aligned=True, preemption=reps(0.06, 0.005)))
+    assert v.mechanism is Mechanism.STEP_TIME_SHARING and v.confidence < 0.7
+
+
+def test_an_unfound_material_loss_estimate_caps_the_headline():
+    v = decide(base(ledger_depth=reps(0.3), lag0_effect=reps(0.5), sharing=reps(0.07, 0.004),
+                    residency=reps(0.2, 0.01)))
+    assert v.mechanism is Mechanism.STEP_TIME_SHARING and v.confidence <= UNCONFIRMED_CAP
+    assert any("eviction's estimated loss is material" in s for s in v.settle)
+
+
+@pytest.mark.parametrize("change,why", [
+    pytest.param({"shape_proven": False}, "prove the window", id="unproven-shape"),
+    pytest.param({"samples": 12}, "at least 30", id="too-few-scrapes"),
+    pytest.param({"single_session": "at most 1 request ran in any scrape"}, "two or more concurrent", id="one-session"),
+    pytest.param({"preemption_counted": False, "saturated_share": 0.9}, "queue never drains", id="saturated"),
+    pytest.param({"has_ledger": False, "busy_samples": 3, "sharing": None, "residency": None, "ledger_depth": None,
+                  "inflation_after": None, "inflation_after_batch_bounded": None}, "another session prefills",
+                 id="no-busy-prefill"),
+])
+def test_data_that_cannot_tell_is_inconclusive_with_what_would_settle_it(change, why):
+    v = decide(base(**change))
+    assert v.mechanism is Mechanism.INCONCLUSIVE and v.confidence == 0.0
+    assert any(why in s for s in v.settle)
+
+
+def test_counted_preemptions_are_found_where_the_contrast_cannot_run():
+    v = decide(base(samples=12, bursts=4, burst_aligned=True, preemption=reps(0.03, 0.003)))
+    assert v.mechanism is Mechanism.PREEMPTION_STALL and v.confidence <= UNCONFIRMED_CAP
+
+
+def test_decode_faster_while_prompts_are_counted_is_explained_and_not_a_collapse():
+    note = "decode per stream is 1.60x faster while prompt tokens are counted"
+    v = decide(base(has_ledger=False, sharing=None, residency=None, inflation_after=None, ledger_depth=None,
+                    inflation_after_batch_bounded=None, lag0_effect=reps(1.6, 0.05), contrast_note=note))
+    assert v.mechanism is Mechanism.NONE and note in v.headline
+
+
+@pytest.mark.parametrize("losses,expected", [
+    pytest.param({}, Mechanism.NONE, id="nothing-found"),
+    pytest.param({Mechanism.STEP_TIME_SHARING: 0.016}, Mechanism.STEP_TIME_SHARING, id="one-minor"),
+    pytest.param({Mechanism.STEP_TIME_SHARING: 0.02, Mechanism.PREEMPTION_STALL: 0.01}, Mechanism.STEP_TIME_SHARING,
+                 id="costliest-minor"),
+    pytest.param({Mechanism.EVICTION: 0.25, Mechanism.PREEMPTION_STALL: 0.19}, Mechanism.MIXED, id="two-material"),
+    pytest.param({Mechanism.EVICTION: 0.30, Mechanism.PREEMPTION_STALL: 0.06}, Mechanism.EVICTION,
+                 id="one-dominates"),
+    pytest.param({Mechanism.PREEMPTION_STALL: float("nan")}, Mechanism.PREEMPTION_STALL, id="unmeasured-stall"),
+])
+def test_the_headline_rule(losses, expected):
+    assert headline_mechanism(losses) is expected
