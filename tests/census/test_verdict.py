@@ -102,7 +102,7 @@ def test_a_window_cut_by_start_and_end_keeps_only_those_scrapes():
 def test_report_json_has_the_v1_schema_and_no_nan():
     rep = census(synth_recording(Synth(mechanism="eviction")))
     d = json.loads(json.dumps(rep.to_dict(), allow_nan=False))
-    assert d["schema"] == "pdcensus/census/v1"
+    assert d["schema"] == "pdcensus/census/v2"
     assert set(d) >= {"source", "endpoint", "profile", "verdict", "shape", "ledger", "buckets", "lag", "ttft",
                       "preemption", "traps", "advice"}
     assert d["verdict"]["mechanism"] == "eviction"

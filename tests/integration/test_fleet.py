@@ -83,7 +83,7 @@ def test_the_fleet_cli_prints_census_objects_and_the_ranking_as_json(fleet: tupl
     assert done.returncode == 0, done.stderr
     body: dict[str, Any] = json.loads(done.stdout)
     assert body["schema"] == "pdcensus/fleet/v1" and len(body["endpoints"]) == 4 and len(body["ranking"]) == 5
-    assert {e["schema"] for e in body["endpoints"]} == {"pdcensus/census/v1"}
+    assert {e["schema"] for e in body["endpoints"]} == {"pdcensus/census/v2"}
     assert {e["endpoint"]["instance"] for e in body["endpoints"]} == {r["instance"] for r in body["ranking"][:4]}
     assert [e["instance"] for e in body["errors"]] == [body["ranking"][-1]["instance"]]
     assert "[5/5]" in done.stderr  # one progress line per endpoint when stderr is not a terminal

@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from pdcensus.advice import predict, ttft_replay
 from pdcensus.advice.evidence import BootLedger
 from pdcensus.advice.knobs import get_knob
 from pdcensus.advice.model import Recommendation, VerificationPlan
 from pdcensus.advice.ttft_replay import PrefillTrace, ReplayForecast
-from pdcensus.census.model import BucketTable, CensusReport, LedgerResult, Mechanism
+from pdcensus.census.model import BucketTable, CensusReport, LedgerResult, Mechanism, Severity
 
 DEFAULT_TARGET_DECODE_SHARE = 0.5
 
@@ -302,4 +303,21 @@ def recommend(report: CensusReport, flags: Mapping[str, str] | None = None, boot
     self_made = any(t.fired and "prefix" in t.name for t in report.traps)
     if self_made and prefix_hit_depths_tokens:
         out.append(recommend_checkpoints(prefix_hit_depths_tokens, flags))
-    return tuple(out)
+    return tuple(_weigh_severity(r, report) for r in out)
+
+
+def _weigh_severity(rec: Recommendation, report: CensusReport) -> Recommendation:
+    """For a minor mechanism, say plainly what the knob wins back against what it costs, and when to skip it."""
+    found = {f.mechanism.value: f for f in report.verdict.found}
+    f = found.get(rec.mechanism)
+    if f is None or f.severity is not Severity.MINOR:
+        return rec
+    stretch = rec.predicted.get("ttft_p90_ratio_replay", rec.predicted.get("ttft_stretch", float("nan")))
+    ttft = (f"stretches a prefilling prompt's TTFT about {stretch:.1f}x" if _finite(stretch) and stretch > 1
+            else f"costs this: {rec.cost.rstrip('.')}" if rec.cost else "has the cost shown below")
+    feel = (f"; ITL p99 is {f.itl_p99_ratio:.1f}x while it acts" if _finite(f.itl_p99_ratio) else "")
+    note = (f"{rec.mechanism} is minor here: {100 * f.loss_share:.1f} % of decoders' time overall, decode at "
+            f"{f.depth:.2f} of idle while it acts{feel}. {rec.knob} {rec.value} wins back at most that "
+            f"{100 * f.loss_share:.1f} % and {ttft}. It is worth it only if the stall while prefill runs is what users "
+            "feel (streaming ITL), not for throughput; otherwise leave it")
+    return replace(rec, notes=(note, *rec.notes))

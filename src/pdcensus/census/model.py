@@ -1,7 +1,7 @@
 """The typed census report: frozen dataclasses that every renderer reads, and their JSON.
 
 One :class:`CensusReport` per endpoint. ``to_dict()`` gives the versioned JSON object
-(schema ``pdcensus/census/v1``, documented in ``docs/census-schema.md``); several
+(schema ``pdcensus/census/v2``, documented in ``docs/census-schema.md``); several
 endpoints serialise as ``{"schema": ..., "endpoints": [...]}`` via
 :func:`reports_to_dict`. Floats that are not finite become ``null`` in JSON (JSON has
 no NaN); tuples become lists; enums become their value.
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 from typing import Any
 
-SCHEMA = "pdcensus/census/v1"
+SCHEMA = "pdcensus/census/v2"
 
 
 class Mechanism(str, Enum):
@@ -371,7 +371,7 @@ class CensusReport:
     passes: tuple[PassRecord, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON object of schema ``pdcensus/census/v1``."""
+        """The JSON object of schema ``pdcensus/census/v2``."""
         return {
             "schema": SCHEMA,
             "source": self.source,

@@ -22,7 +22,7 @@ def census(
     start: Annotated[Optional[str], typer.Option("--start", help="Window start (Unix seconds or RFC 3339).")] = None,
     end: Annotated[Optional[str], typer.Option("--end", help="Window end (Unix seconds or RFC 3339).")] = None,
     segment: Annotated[Optional[int], typer.Option("--segment", help="Shape to analyse, 1-based (default: the latest).")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON (schema pdcensus/census/v1).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON (schema pdcensus/census/v2).")] = False,
     html: Annotated[Optional[Path], typer.Option("--html", help="Also write a self-contained HTML report (plots inline).")] = None,
     markdown: Annotated[Optional[Path], typer.Option("--markdown", help="Also write a Markdown report, plots as SVG files beside it.")] = None,
     evidence: Annotated[Optional[str], typer.Option(

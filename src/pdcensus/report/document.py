@@ -84,13 +84,32 @@ def endpoint_blocks(report: CensusReport, *, level: int, key: str) -> list[Block
 
 def verdict_blocks(report: CensusReport) -> list[Block]:
     v = report.verdict
-    found = ", ".join(m.value for m in v.mechanisms) or "none"
     out: list[Block] = [Callout(
         label="verdict",
         value=v.mechanism.value,
-        detail=f"confidence {fmt_share(v.confidence)}; mechanisms found: {found}",
+        detail=f"confidence {fmt_share(v.confidence)}; {v.headline}",
         tone=_VERDICT_TONE.get(v.mechanism, Tone.WARNING),
     )]
+    if v.found:
+        out.append(Table(
+            ("found", "severity", "share of decoders' time", "interval", "depth while acting", "acts",
+             "ITL p99 while acting", "confidence", "signature"),
+            tuple((f.mechanism.value, f.severity.value, fmt_share(f.loss_share),
+                   f"{fmt_share(f.interval[0])} .. {fmt_share(f.interval[1])}", fmt_number(f.depth),
+                   fmt_share(f.active_share), fmt_number(f.itl_p99_ratio), fmt_share(f.confidence),
+                   f.signature_text) for f in v.found),
+            caption="Each mechanism whose signature is in the data, and what it costs.", numeric=(2, 4, 6),
+        ))
+    dr = v.dose_response
+    if dr is not None and dr.available:
+        out.append(Paragraph(
+            f"Dose-response: decoders lose {fmt_number(dr.stall_ms_per_1k_tokens)} ms per 1,000 prefill tokens "
+            f"(90% interval {fmt_number(dr.stall_interval[0])} .. {fmt_number(dr.stall_interval[1])})"
+            + (f"; the step ledger gives {fmt_number(dr.ledger_ms_per_1k_tokens)} ms"
+               if dr.ledger_ms_per_1k_tokens == dr.ledger_ms_per_1k_tokens else "")
+            + f". {dr.reason}."))
+    for w in v.withheld:
+        out.append(Paragraph(f"Withheld: {w}", Tone.WARNING))
     out.append(Paragraph(
         f"Endpoint {report.instance} (job {report.job}), profile {report.profile}: {report.profile_reason}.",
         Tone.MUTED))
