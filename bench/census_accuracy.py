@@ -12,12 +12,18 @@ from __future__ import annotations
 
 import argparse
 import random
+import sys
 import time
+from pathlib import Path
 
-from pdcensus.census.run import census_recording
-from pdcensus.cli import parse_duration
-from pdcensus.errors import UsageError
-from pdcensus.sim import list_scenarios, randomize, simulate
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from found_scores import Scored, found_table  # noqa: E402
+
+from pdcensus.census.run import census_recording  # noqa: E402
+from pdcensus.cli import parse_duration  # noqa: E402
+from pdcensus.errors import UsageError  # noqa: E402
+from pdcensus.sim import list_scenarios, randomize, simulate  # noqa: E402
 
 BINS = ((0.0, 0.5), (0.5, 0.7), (0.7, 0.9), (0.9, 1.01))
 
@@ -31,6 +37,7 @@ def main() -> None:
     scenarios = [name for name, _ in list_scenarios()]
     rng = random.Random(args.first_seed)
     rows = []
+    scored: list[Scored] = []
     skipped: list[str] = []
     t0 = time.perf_counter()
     for k in range(args.runs):
@@ -44,6 +51,9 @@ def main() -> None:
             continue
         v = census_recording(result.recording)[0].verdict
         truth = result.truth["mechanism"]
+        scored.append(Scored({f["mechanism"]: f["severity"] for f in result.truth["found"]},
+                             {f.mechanism.value: f.severity.value for f in v.found}, truth, v.mechanism.value,
+                             v.confidence))
         ok = v.mechanism.value == truth
         rows.append((scenario, seed, pert.scrape_interval_seconds, truth, v.mechanism.value, v.confidence, ok))
         print(f"{scenario:18s} seed={seed} scrape={pert.scrape_interval_seconds:.0f}s truth={truth:18s} "
@@ -54,6 +64,7 @@ def main() -> None:
     inconclusive_wrong = sum(1 for r in rows if not r[6] and r[4] == "inconclusive")
     print(f"\nruns {n}, accuracy {correct}/{n} = {correct / n:.1%}, confident-wrong (conf >= 0.7) "
           f"{confident_wrong}, wrong-but-inconclusive {inconclusive_wrong}, wall {time.perf_counter() - t0:.0f} s")
+    print("\n" + found_table(scored) + "\n")
     print("| confidence | runs | accuracy |\n|---|---|---|")
     for lo, hi in BINS:
         sel = [r for r in rows if lo <= r[5] < hi]

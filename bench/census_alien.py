@@ -19,10 +19,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from census.alien.engine import Cause  # noqa: E402
 from census.alien.export import METRIC_SETS  # noqa: E402
 from census.alien.generator import make_recording, random_config  # noqa: E402
+
+from found_scores import Scored, found_table  # noqa: E402
 
 from pdcensus.census.run import census_recording  # noqa: E402
 
@@ -42,6 +45,7 @@ class Row:
     verdict: str
     confidence: float
     shares: str
+    scored: Scored | None = None
 
     @property
     def ok(self) -> bool:
@@ -62,8 +66,10 @@ def run(seed: int, cause: Cause, metric_set: str, duration_seconds: float) -> Ro
     v = census_recording(recording)[0].verdict
     shares = " ".join(f"{k[:4]}={100 * x:.1f}%/{100 * truth.share_of_loss[k]:.0f}%"
                       for k, x in truth.share_of_decode.items())
+    scored = Scored(dict(truth.found), {f.mechanism.value: f.severity.value for f in v.found}, truth.mechanism,
+                    v.mechanism.value, v.confidence)
     return Row(seed, cause.value, metric_set, cfg.plan.interval_seconds, cfg.restart is not None, truth.mechanism,
-               truth.borderline, v.mechanism.value, v.confidence, shares)
+               truth.borderline, v.mechanism.value, v.confidence, shares, scored)
 
 
 def table(rows: Sequence[Row], key: Callable[[Row], str], title: str) -> str:
@@ -117,6 +123,7 @@ def main() -> None:
     print(f"\nruns {n}, accuracy {ok}/{n} = {ok / n:.1%}, confident-wrong (conf >= {CONFIDENT}) {len(cw)}, "
           f"inconclusive {sum(r.inconclusive for r in rows) / n:.0%} (of runs whose truth is decidable: "
           f"{sum(r.inconclusive for r in decided) / max(len(decided), 1):.0%}), wall {time.perf_counter() - t0:.0f} s\n")
+    print(found_table([r.scored for r in rows if r.scored is not None]) + "\n")
     print(table(rows, lambda r: r.cause, "injected cause") + "\n")
     print(table(rows, lambda r: r.truth, "truth") + "\n")
     print(table(rows, lambda r: r.metric_set, "metric set") + "\n")

@@ -132,8 +132,9 @@ def bucket_table(
     ttft: Histogram | None = None,
     preemptions: np.ndarray | None = None,
     warnings: tuple[str, ...] = (),
+    itl: Histogram | None = None,
 ) -> BucketTable:
-    """Per bucket: samples, decode tokens/s, per-stream rate, TTFT quantiles, preemptions.
+    """Per bucket: samples, decode tokens/s, per-stream rate, TTFT and ITL quantiles, preemptions.
 
     TTFT quantiles aggregate the histogram's bucket increases over the bucket's
     intervals first and take ``histogram_quantile`` of the sum (never an average of
@@ -158,12 +159,17 @@ def bucket_table(
             agg = np.nansum(inc, axis=0) if inc.size else np.zeros(ttft.upper_bounds.size)
             requests = float(agg[-1]) if agg.size and np.isinf(ttft.upper_bounds[-1]) else 0.0
             p50, p90, p99 = (histogram_quantile(q, ttft.upper_bounds, agg) for q in (0.5, 0.9, 0.99))
+        itl50 = itl99 = float("nan")
+        if itl is not None:
+            inc = itl.increases[sel]
+            agg = np.nansum(inc, axis=0) if inc.size else np.zeros(itl.upper_bounds.size)
+            itl50, itl99 = (histogram_quantile(q, itl.upper_bounds, agg) for q in (0.5, 0.99))
         pre = float(np.nansum(preemptions[sel])) if preemptions is not None else 0.0
         with np.errstate(invalid="ignore", divide="ignore"):
             vs_idle = mean_ps / idle_stream if idle_stream > 0 else float("nan")
         rows.append(BucketRow(label, float(lo), float(hi), int(sel.sum()),
                               float(dec.mean()) if dec.size else float("nan"), mean_ps, int(ps.size),
-                              float(vs_idle), p50, p90, p99, requests, pre))
+                              float(vs_idle), p50, p90, p99, requests, pre, itl50, itl99))
     warn = list(warnings)
     if np.isfinite(scrape_interval_seconds) and scrape_interval_seconds > MAX_STEP_SECONDS:
         warn.append(f"scrape interval {scrape_interval_seconds:.0f} s exceeds {MAX_STEP_SECONDS:.0f} s: "

@@ -221,6 +221,8 @@ class BucketRow:
     ttft_p99_seconds: float = math.nan
     ttft_requests: float = 0.0
     preemptions: float = 0.0
+    itl_p50_seconds: float = math.nan  # inter-token latency in this bucket's intervals (what streaming users feel)
+    itl_p99_seconds: float = math.nan
 
 
 @dataclass(frozen=True)

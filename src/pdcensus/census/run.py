@@ -160,7 +160,8 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     warn = (("decode and prefill exist only as counters here: rates are interval means",) if s.rates_from_counters
             else ()) + tuple(x.text for x in left_out)
     table = bucket_table(a, decode, running, prefill_name="prefill", basis=basis, scrape_interval_seconds=scrape_interval,
-                         ttft=ttft_hist, preemptions=s.increase(Signal.PREEMPTIONS), warnings=warn)
+                         ttft=ttft_hist, preemptions=s.increase(Signal.PREEMPTIONS), warnings=warn,
+                         itl=s.histograms.get(Signal.ITL))
     share, replay_rate = replay_share(s)
     client_table = None
     if replay_rate is not None and np.isfinite(share) and share >= REPLAY_SHARE:

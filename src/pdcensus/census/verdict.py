@@ -162,6 +162,8 @@ def _evidence(x: VerdictInputs, tests: list[SignatureTest | None]) -> list[Evide
         if t is None:
             continue
         ev.append(Evidence(t.signature.value, t.value, t.threshold, t.found, t.text))
+    if x.recovery_effect is None and x.recovery_note:
+        ev.append(Evidence(Signature.RECOVERY_SLOPE.value, None, None, False, x.recovery_note))
     for m, reps in ((Mechanism.STEP_TIME_SHARING, _sharing_loss(x)), (Mechanism.EVICTION, _eviction_loss(x)),
                     (Mechanism.PREEMPTION_STALL, x.preemption)):
         lo, hi = interval(reps)

@@ -169,14 +169,15 @@ def bucket_blocks(report: CensusReport) -> list[Block]:
             f"{fmt_seconds(table.scrape_interval_seconds)}."))
         out.append(Table(
             ("bucket", "prefill tokens/s", "samples", "decode tokens/s", "per-stream tokens/s", "vs idle",
-             "TTFT p50", "TTFT p90", "TTFT p99", "requests", "preemptions"),
+             "TTFT p50", "TTFT p90", "TTFT p99", "requests", "ITL p50", "ITL p99", "preemptions"),
             tuple((r.bucket, f"{fmt_rate(r.low_tokens_per_second)} .. {fmt_rate(r.high_tokens_per_second)}",
                    fmt_count(r.samples), fmt_rate(r.decode_tokens_per_second),
                    fmt_rate(r.per_stream_tokens_per_second), fmt_share(r.per_stream_vs_idle),
                    fmt_seconds(r.ttft_p50_seconds), fmt_seconds(r.ttft_p90_seconds),
-                   fmt_seconds(r.ttft_p99_seconds), fmt_count(r.ttft_requests), fmt_count(r.preemptions))
+                   fmt_seconds(r.ttft_p99_seconds), fmt_count(r.ttft_requests), fmt_seconds(r.itl_p50_seconds),
+                   fmt_seconds(r.itl_p99_seconds), fmt_count(r.preemptions))
                   for r in table.rows),
-            numeric=tuple(range(2, 11)),
+            numeric=tuple(range(2, 13)),
         ))
         if table.warnings:
             out.append(Bullets(table.warnings, tone=Tone.WARNING))

@@ -61,13 +61,13 @@ def _t(ts: float) -> str:
 def _bucket_table(title: str, b: BucketTable) -> Table:
     t = Table(title=title, title_justify="left")
     for col in ("bucket", "samples", "decode tok/s", "per-stream tok/s", "vs idle", "TTFT p50", "p90", "p99",
-                "preemptions"):
+                "ITL p99", "preemptions"):
         t.add_column(col, justify="left" if col == "bucket" else "right")
     for r in b.rows:
         t.add_row(_e(r.bucket), str(r.samples), _f(r.decode_tokens_per_second, ".0f"),
                   _f(r.per_stream_tokens_per_second, ".1f"), _f(r.per_stream_vs_idle, ".2f"),
                   _f(r.ttft_p50_seconds, ".2f", " s"), _f(r.ttft_p90_seconds, ".2f", " s"),
-                  _f(r.ttft_p99_seconds, ".2f", " s"), _f(r.preemptions, ".0f"))
+                  _f(r.ttft_p99_seconds, ".2f", " s"), _ms(r.itl_p99_seconds), _f(r.preemptions, ".0f"))
     return t
 
 
