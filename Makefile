@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-beside-load bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -17,6 +17,10 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# make test with two busy loops beside it: no test may race the clock
+test-beside-load: $(STAMP)
+	.ci/beside-load $(BIN)/python -m pytest -q
 
 bench: $(STAMP)
 	$(BIN)/python bench/run_all.py
