@@ -15,7 +15,7 @@ import random
 import time
 
 from pdcensus.census.run import census_recording
-from pdcensus.cli import parse_duration
+from pdcensus.commands.base import parse_duration
 from pdcensus.errors import UsageError
 from pdcensus.sim import list_scenarios, randomize, simulate
 

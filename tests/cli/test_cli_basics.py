@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pdcensus.cli import parse_duration, parse_sets, parse_time
+from pdcensus.commands.base import parse_duration, parse_sets, parse_time
 from pdcensus.errors import UsageError
 
 

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from pdcensus.cli import app, parse_sets
+from pdcensus.commands.base import app, parse_sets
 from pdcensus.extras import SERVE_MODULES, require_extra
 
 
