@@ -110,8 +110,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
     return out
 
 
-KNOWN_CIRCLES: list[list[str]] = [  # being taken apart: one histogram_quantile, a planner that returns a plan
-    ["pdcensus.census.buckets", "pdcensus.census.ttft"],
+KNOWN_CIRCLES: list[list[str]] = [  # being taken apart: a planner that returns a plan
     ["pdcensus.sim.engine", "pdcensus.sim.steps"],
 ]
 

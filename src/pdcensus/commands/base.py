@@ -19,6 +19,7 @@ from typing import Annotated
 import typer
 
 from pdcensus.errors import UsageError
+from pdcensus.series.durations import parse_api_duration_seconds
 
 app = typer.Typer(
     name="pdcensus",
@@ -58,30 +59,12 @@ def _root(
 
 
 def parse_duration(text: str) -> float:
-    """'2h', '15s', '90m', '1d', '1h30m' or plain seconds -> seconds."""
-    units = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
-    s = text.strip()
+    """A duration option -> seconds: plain seconds (``90``) or Prometheus's grammar (``15s``, ``1h30m``, ``2d``)."""
     try:
-        return float(s)
+        return parse_api_duration_seconds(text.strip())
     except ValueError:
-        pass
-    total, num, i = 0.0, "", 0
-    matched = False
-    while i < len(s):
-        ch = s[i]
-        if ch.isdigit() or ch == ".":
-            num += ch
-            i += 1
-            continue
-        unit = "ms" if s[i:i + 2] == "ms" else ch
-        if not num or unit not in units:
-            raise UsageError(f"bad duration {text!r}; use e.g. 15s, 90m, 2h, 1d")
-        total += float(num) * units[unit]
-        num, matched = "", True
-        i += len(unit)
-    if num or not matched:
-        raise UsageError(f"bad duration {text!r}; use e.g. 15s, 90m, 2h, 1d")
-    return total
+        raise UsageError(f"bad duration {text!r}; use e.g. 15s, 90m, 1h30m, 2d or plain seconds "
+                         "(Prometheus's grammar: units y w d h m s ms, largest first, no fractions)") from None
 
 
 def parse_time(text: str) -> float:
