@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from found_scores import Scored, found_table  # noqa: E402
 
 from pdcensus.census.run import census_recording  # noqa: E402
-from pdcensus.cli import parse_duration  # noqa: E402
+from pdcensus.commands.base import parse_duration  # noqa: E402
 from pdcensus.errors import UsageError  # noqa: E402
 from pdcensus.sim import list_scenarios, randomize, simulate  # noqa: E402
 

@@ -15,7 +15,7 @@ import time
 from collections import Counter
 
 from pdcensus.census.run import census_recording
-from pdcensus.cli import parse_duration
+from pdcensus.commands.base import parse_duration
 from pdcensus.sim import simulate
 
 SCENARIOS = ("step-time-sharing", "healthy", "eviction-tail", "preemption-stall")

@@ -20,7 +20,7 @@ from pathlib import Path
 from prometheus_client.parser import text_string_to_metric_families
 
 from pdcensus.census.run import census_recording
-from pdcensus.cli import parse_duration
+from pdcensus.commands.base import parse_duration
 from pdcensus.series.model import Recording
 from pdcensus.sim import simulate
 from pdcensus.sources.load import load_source

@@ -6,8 +6,8 @@ Every ``eval`` case of every ``*.test`` file in DIR is evaluated and judged ``pa
 name). The semantics (2 = Prometheus 2.x rules, 3 = 3.x) follow the directory name
 (``v2.*`` -> 2) unless ``--semantics`` is given. Usage::
 
-    .venv/bin/python bench/promql_conformance.py tests/fixtures/promql-tests/v3.9
-    .venv/bin/python bench/promql_conformance.py tests/fixtures/promql-tests/v2.42 -v --per-file
+    .venv/bin/python bench/promql_conformance.py ../shared/realdata/promql-tests/v3.9
+    .venv/bin/python bench/promql_conformance.py ../shared/realdata/promql-tests/v2.42 -v --per-file
 """
 
 from __future__ import annotations

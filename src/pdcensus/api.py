@@ -20,13 +20,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
 from pdcensus.census.model import CensusReport
 from pdcensus.census.run import CensusOptions, census_endpoint, census_recording
 from pdcensus.series.model import Recording
+
+if TYPE_CHECKING:
+    from pdcensus.sources.prometheus_http import AuthConfig
 
 AUTO = "auto"  # evidence: look for side channels beside the source (a sim output dir)
 
@@ -104,7 +107,7 @@ def census_prometheus(
     end: float,
     instance: str | None = None,
     segment: int | None = None,
-    auth: Any = None,
+    auth: AuthConfig | None = None,
     timeout_seconds: float = 30.0,
     evidence: str | Path | None = None,
     target_decode_share: float | None = None,

@@ -4,6 +4,7 @@
 
     CensusError                 exit 3 unless a subclass says otherwise
     ├── UsageError              exit 2: bad flag value, unknown scenario, unknown profile
+    │   └── MissingExtraError   exit 2: a command needs an optional extra that is not installed
     ├── DataError               exit 3: the data cannot be used (one-line reason)
     │   ├── RecordingParseError exit 3: "<file>:<line>: <what is wrong>"
     │   └── NotEnoughDataError  exit 3: too little data for what was asked
@@ -26,6 +27,16 @@ class UsageError(CensusError):
     """The user asked for something that does not exist or cannot be combined."""
 
     exit_code = 2
+
+
+class MissingExtraError(UsageError):
+    """A command needs an optional extra (``pdcensus[serve]``, ``pdcensus[fpm]``) that is not installed."""
+
+    def __init__(self, what: str, extra: str, module: str) -> None:
+        self.extra = extra
+        self.module = module
+        super().__init__(f"{what} needs pdcensus[{extra}] (the module {module!r} is not installed); "
+                         f"install it with: pip install 'pdcensus[{extra}]'")
 
 
 class DataError(CensusError):

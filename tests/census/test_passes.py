@@ -7,7 +7,7 @@ import pytest
 
 from pdcensus.census.buckets import assign_buckets, per_stream_rate
 from pdcensus.census.run import census_recording
-from pdcensus.census.ttft import histogram_quantile
+from pdcensus.series.quantile import quantile_of_bounds as histogram_quantile
 
 from .synth import Synth, synth_recording
 

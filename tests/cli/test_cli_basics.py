@@ -7,19 +7,20 @@ import sys
 
 import pytest
 
-from pdcensus.cli import parse_duration, parse_sets, parse_time
+from pdcensus.commands.base import parse_duration, parse_sets, parse_time
 from pdcensus.errors import UsageError
 
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("15s", 15.0), ("2h", 7200.0), ("1h30m", 5400.0), ("90", 90.0), ("1d", 86400.0), ("500ms", 0.5)],
+    [("15s", 15.0), ("2h", 7200.0), ("1h30m", 5400.0), ("90", 90.0), ("1d", 86400.0), ("500ms", 0.5),
+     ("1.5", 1.5), ("0", 0.0), ("1w", 604800.0), ("1y", 365 * 86400.0), ("10s53ms", 10.053)],
 )
 def test_parse_duration_reads_prometheus_style_durations(text: str, seconds: float) -> None:
     assert parse_duration(text) == pytest.approx(seconds)
 
 
-@pytest.mark.parametrize("text", ["", "h", "15x", "2h3", "-"])
+@pytest.mark.parametrize("text", ["", "h", "15x", "2h3", "-", "1h30", "2x", "30m1h", "1.5h", "1h1h", "inf", "nan"])
 def test_parse_duration_rejects_garbage_with_an_example(text: str) -> None:
     with pytest.raises(UsageError, match="use e.g."):
         parse_duration(text)

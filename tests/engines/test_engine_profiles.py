@@ -14,8 +14,9 @@ from pdcensus.series.profiles import (
     detect_profile,
     ledger_spec,
 )
+from shared_data import REAL_METRICS
 
-REALDATA = Path(__file__).resolve().parents[1] / "fixtures" / "realdata"
+REALDATA = REAL_METRICS
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)")
 
 

@@ -21,7 +21,6 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -149,6 +148,8 @@ class MidBodyServer:
     """A Prometheus API that sends its headers and part of a JSON answer, then hangs or hangs up."""
 
     def __init__(self, hang_up: bool) -> None:
+        self.released = released = threading.Event()
+
         class Handler(http.server.BaseHTTPRequestHandler):
             def _answer(self) -> None:
                 body = b'{"status":"success","data":{"resultType":"matrix","result":[{"metric":{"__name__":"up"'
@@ -159,7 +160,7 @@ class MidBodyServer:
                 self.wfile.write(body)
                 self.wfile.flush()
                 if not hang_up:
-                    time.sleep(3.0)  # never finishes within the client's timeout
+                    released.wait()  # never finishes: the client's timeout fires, however late
 
             do_GET = do_POST = _answer  # noqa: N815 (http.server's names)
 
@@ -177,6 +178,7 @@ class MidBodyServer:
         threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True).start()
 
     def close(self) -> None:
+        self.released.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 

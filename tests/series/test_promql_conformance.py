@@ -10,8 +10,9 @@ from pdcensus.series.promql import conformance
 from pdcensus.series.promql.conformance import Verdict, run_directory, run_script, semantics_for, tally
 from pdcensus.series.promql.storage import Storage
 from pdcensus.series.promql.values import QueryResult, ResultSeries, ResultType
+from shared_data import PROMQL_TESTS
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "promql-tests"
+FIXTURES = PROMQL_TESTS
 
 # Cases we know we answer differently, by "file:line" -> reason. Kept empty on purpose:
 # a case listed here is reported as failed by the runner, never counted as passed.

@@ -7,12 +7,12 @@ import math
 import pytest
 
 from pdcensus.errors import RecordingParseError
+from pdcensus.series.durations import parse_duration_ms
 from pdcensus.series.promql.testscript import (
     Clear,
     Eval,
     Load,
     PointKind,
-    parse_duration_ms,
     parse_points,
     parse_script,
     parse_series_line,
@@ -54,6 +54,17 @@ def test_durations_combine_units() -> None:
     assert parse_duration_ms("10s53ms") == 10_053
     assert parse_duration_ms("1h30m") == 5_400_000
     assert parse_duration_ms("0") == 0
+
+
+@pytest.mark.parametrize("text", ["", "1.5", "1h30", "2x", "30m1h", "1.5h", "1h1h", "5M", " 5m"])
+def test_a_script_duration_follows_prometheus_grammar_strictly(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_duration_ms(text)
+
+
+def test_a_bad_duration_in_a_script_names_the_line() -> None:
+    with pytest.raises(RecordingParseError, match=r":1: .*not a valid duration"):
+        parse_script("load 1h30\n  a 1\n", "bad.test")
 
 
 def test_clear_is_one_line_and_comments_end_a_block() -> None:

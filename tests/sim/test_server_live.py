@@ -1,9 +1,12 @@
 """`pdcensus serve` as a real endpoint: the official openai client streams from it at the model's cadence.
 
-Each server is a real ``pdcensus serve`` child process on a free port of 127.0.0.1. Token gaps
-are measured by the client on its own clock and compared with the model's step times (the
-engine's emission instants, returned per chunk with the ``return_engine_time`` extension, and
-the cost model's own decode-only step).
+Each server is a real ``pdcensus serve`` child process on a free port of 127.0.0.1. The cadence
+is checked on the server's own record, which no neighbour's load can move: the engine's
+emission instant of every token (returned per chunk with the ``return_engine_time``
+extension) against the cost model's decode-only step and the long prompt's chunk steps. What
+the client measures on its own clock is held only to a relation that holds under any load: no
+token arrives before the engine emitted it, counted from the moment the request was sent (the
+client-side gap percentiles are a benchmark: bench/serve_load.py, BENCHMARKS.md).
 """
 
 from __future__ import annotations
@@ -49,7 +52,8 @@ def test_streamed_tokens_come_at_the_decode_only_step_and_wait_out_a_chunk_step_
         long_prompt_done.append(answer.usage.prompt_tokens)
 
     other = threading.Thread(target=long_prompt)
-    stream = client.completions.create(model=MODEL, prompt="hello", max_tokens=160, stream=True,
+    sent = time.monotonic()
+    stream = client.completions.create(model=MODEL, prompt="hello", max_tokens=320, stream=True,
                                        extra_body={"return_engine_time": True})
     for chunk in stream:
         if chunk.choices and chunk.choices[0].text:
@@ -59,17 +63,21 @@ def test_streamed_tokens_come_at_the_decode_only_step_and_wait_out_a_chunk_step_
         if len(arrivals) == 40 and not other.is_alive() and not long_prompt_done:
             other.start()
     other.join()
-    assert long_prompt_done == [12288] and len(arrivals) == 160
-    seen = [b - a for a, b in zip(arrivals[1:], arrivals[2:])]
+    assert long_prompt_done == [12288] and len(arrivals) == 320
     model = [b - a for a, b in zip(engine_times[1:], engine_times[2:])]
-    decode_step = CostModel().decode_only_seconds(StepShape(1, 0, 10, 0, 0))
-    quiet = [i for i, m in enumerate(model) if m < 2 * decode_step]
-    beside_chunk = [i for i, m in enumerate(model) if m > 10 * decode_step]
-    assert statistics.median(model[i] for i in quiet) == pytest.approx(decode_step, rel=TOLERANCE)
-    assert statistics.median(seen[i] for i in quiet) == pytest.approx(decode_step, rel=TOLERANCE)
-    assert len(beside_chunk) >= 2, f"no long gap beside the long prompt's chunks: {sorted(model)[-5:]}"
-    for i in beside_chunk:
-        assert seen[i] == pytest.approx(model[i], rel=TOLERANCE), (i, seen[i], model[i])
+    cost = CostModel()
+    decode_step = cost.decode_only_seconds(StepShape(1, 0, 10, 0, 0))
+    quiet = [m for m in model if m < 2 * decode_step]
+    beside_chunk = [m for m in model if m > 10 * decode_step]
+    assert statistics.median(quiet) == pytest.approx(decode_step, rel=TOLERANCE)
+    assert 2 <= len(beside_chunk) <= 3, f"not the long prompt's chunk steps: {sorted(model)[-5:]}"
+    chunk_extra = cost.per_prefill_token_seconds * 12288 / 3  # one third of the prompt per chunk step
+    assert statistics.median(beside_chunk) >= decode_step + (1 - TOLERANCE) * chunk_extra
+    # the client's clock: whatever the machine's load, no token comes before the engine emits it
+    early = [(k, arrivals[k] - sent, engine_times[k] - engine_times[0]) for k in range(len(arrivals))
+             if arrivals[k] - sent < engine_times[k] - engine_times[0] - 1e-3]
+    assert early == []
+    assert arrivals[-1] - sent >= sum(beside_chunk)  # the client did wait out the chunk steps
 
 
 def test_non_streaming_completion_and_chat_report_exact_usage(client: openai.OpenAI) -> None:
@@ -111,7 +119,9 @@ def test_models_lists_the_served_model(client: openai.OpenAI) -> None:
 
 
 def test_sigterm_lets_a_short_stream_finish_cuts_a_long_one_cleanly_and_exits_zero() -> None:
-    server = ServeProcess("step-time-sharing", background=False, extra_args=["--drain-seconds", "1"]).start()
+    # the short stream needs ~0.4 s of engine time after the signal, the long one ~45 s: a drain of
+    # 4 s separates them with a margin no busy neighbour eats
+    server = ServeProcess("step-time-sharing", background=False, extra_args=["--drain-seconds", "4"]).start()
     try:
         body = {"model": MODEL, "prompt": "hi", "stream": True}
         with httpx.Client(base_url=server.url, timeout=30) as http:

@@ -16,10 +16,11 @@ from pdcensus.sources.load import load_source, sniff_text_format
 from pdcensus.sources.openmetrics_writer import write_openmetrics
 from pdcensus.sources.store import save_parquet
 from pdcensus.sources.textformat import TextFormat
+from shared_data import REAL_METRICS
 
 from test_textformat_roundtrip import assert_same, sample_recording
 
-REALDATA = Path(__file__).parent.parent / "fixtures" / "realdata"
+REALDATA = REAL_METRICS
 
 
 def test_parquet_round_trip_is_exact_with_nan_samples_and_absent_cells(tmp_path: Path) -> None:

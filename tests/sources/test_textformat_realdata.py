@@ -11,8 +11,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from pdcensus.series.profiles import detect_profile
 from pdcensus.sources.textformat import parse_scrape, read_prometheus_text
+from shared_data import REAL_METRICS
 
-REALDATA = Path(__file__).parent.parent / "fixtures" / "realdata"
+REALDATA = REAL_METRICS
 DUMPS = {
     "vllm-0.4.3": REALDATA / "vllm-0.4.3_opt-125m_datadog-fixture.prom",
     "vllm-0.7-partial": REALDATA / "vllm-0.7-v0_qwen2.5-coder-1.5b_aibrix-docs_PARTIAL.prom",

@@ -18,7 +18,7 @@ import numpy as np
 
 from pdcensus.census.model import BucketRow, BucketTable
 from pdcensus.census.signals import Histogram
-from pdcensus.census.ttft import histogram_quantile
+from pdcensus.series.quantile import quantile_of_bounds
 
 # Idle = below this fraction of the median non-zero prefill (a decayed gauge after a
 # chunk ends falls by orders of magnitude within a scrape, so 5 % separates cleanly).
@@ -158,12 +158,12 @@ def bucket_table(
             inc = ttft.increases[sel]
             agg = np.nansum(inc, axis=0) if inc.size else np.zeros(ttft.upper_bounds.size)
             requests = float(agg[-1]) if agg.size and np.isinf(ttft.upper_bounds[-1]) else 0.0
-            p50, p90, p99 = (histogram_quantile(q, ttft.upper_bounds, agg) for q in (0.5, 0.9, 0.99))
+            p50, p90, p99 = (quantile_of_bounds(q, ttft.upper_bounds, agg) for q in (0.5, 0.9, 0.99))
         itl50 = itl99 = float("nan")
         if itl is not None:
             inc = itl.increases[sel]
             agg = np.nansum(inc, axis=0) if inc.size else np.zeros(itl.upper_bounds.size)
-            itl50, itl99 = (histogram_quantile(q, itl.upper_bounds, agg) for q in (0.5, 0.99))
+            itl50, itl99 = (quantile_of_bounds(q, itl.upper_bounds, agg) for q in (0.5, 0.99))
         pre = float(np.nansum(preemptions[sel])) if preemptions is not None else 0.0
         with np.errstate(invalid="ignore", divide="ignore"):
             vs_idle = mean_ps / idle_stream if idle_stream > 0 else float("nan")

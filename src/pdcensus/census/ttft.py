@@ -5,11 +5,9 @@ prefill pays the same chunk steps before its first token and shows in no decode 
 So TTFT is bucketed by the same prefill series as decode (runbook, "Bucket, then
 lag-test").
 
-:func:`histogram_quantile` is Prometheus's classic-bucket interpolation, hand-written
-here (a dozen lines) so that the census, which never does I/O and never evaluates
-PromQL, can apply it to increases it aggregated itself: cumulative counts made
-monotone, the rank located, linear interpolation inside the bucket, the lower bound 0
-for the first bucket, and the second-highest bound when the rank falls in ``+Inf``.
+The quantile is :func:`pdcensus.series.quantile.quantile_of_bounds`, the rule PromQL's
+``histogram_quantile`` applies (Prometheus's ``BucketQuantile``), taken over increases the
+census aggregated itself.
 """
 
 from __future__ import annotations
@@ -20,49 +18,17 @@ import numpy as np
 
 from pdcensus.census.model import TtftResult
 from pdcensus.census.signals import Histogram
+from pdcensus.series.quantile import quantile_of_bounds
 
-if TYPE_CHECKING:  # buckets.py imports histogram_quantile from here
+if TYPE_CHECKING:
     from pdcensus.census.buckets import BucketAssignment
-
-
-def histogram_quantile(q: float, upper_bounds: np.ndarray, cumulative_counts: np.ndarray) -> float:
-    """The q-quantile of a classic histogram, exactly as Prometheus interpolates it."""
-    if np.isnan(q):
-        return float("nan")
-    if q < 0:
-        return float("-inf")
-    if q > 1:
-        return float("inf")
-    bounds = np.asarray(upper_bounds, dtype=np.float64)
-    counts = np.nan_to_num(np.asarray(cumulative_counts, dtype=np.float64))
-    if bounds.size < 2 or not np.isinf(bounds[-1]) or bounds[-1] < 0:
-        return float("nan")
-    order = np.argsort(bounds, kind="stable")
-    bounds, counts = bounds[order], np.maximum.accumulate(counts[order])
-    total = float(counts[-1])
-    if total <= 0:
-        return float("nan")
-    rank = q * total
-    b = int(np.searchsorted(counts, rank, side="left"))
-    if b >= bounds.size - 1:
-        return float(bounds[-2])
-    if b == 0 and bounds[0] <= 0:
-        return float(bounds[0])
-    start, end, count = 0.0, float(bounds[b]), float(counts[b])
-    if b > 0:
-        start = float(bounds[b - 1])
-        count -= float(counts[b - 1])
-        rank -= float(counts[b - 1])
-    if count <= 0:
-        return end
-    return start + (end - start) * (rank / count)
 
 
 def summed_quantile(q: float, histogram: Histogram, rows: np.ndarray) -> float:
     """The q-quantile of the histogram's increases summed over the selected rows."""
     inc = histogram.increases[np.asarray(rows, dtype=bool)]
     agg = np.nansum(inc, axis=0) if inc.size else np.zeros(histogram.upper_bounds.size)
-    return histogram_quantile(q, histogram.upper_bounds, agg)
+    return quantile_of_bounds(q, histogram.upper_bounds, agg)
 
 
 def ttft_summary(histogram: Histogram | None, assignment: BucketAssignment, profile_name: str) -> TtftResult:

@@ -1,3 +1,1 @@
-"""CLI commands, one module per area; importing a module registers its commands on ``app``."""
-
-from pdcensus.commands import advice, census, demo, export, fleet, fpm, live, query, serve, sim  # noqa: F401
+"""CLI commands, one module per area; ``pdcensus.cli`` imports each, which registers its commands on ``app``."""

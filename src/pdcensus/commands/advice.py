@@ -14,7 +14,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from pdcensus.cli import app
+from pdcensus.commands.base import app
+from pdcensus.errors import UsageError
 
 
 @app.command()
@@ -59,7 +60,6 @@ def verify_arm_command(
     """Prove an arm engaged: the flag in argv, then the counter it moves, then the bucket pair."""
     from pdcensus.advice.evidence import read_argv
     from pdcensus.advice.verify import verify_arm
-    from pdcensus.errors import UsageError
     from pdcensus.sources.load import load_source
 
     name, _, value = flag.lstrip("-").partition("=")

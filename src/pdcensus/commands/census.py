@@ -9,11 +9,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from pdcensus.cli import app, parse_duration, parse_time
 from pdcensus.commands import remote
+from pdcensus.commands.base import app, parse_time
+from pdcensus.errors import UsageError
 
 
 @app.command()
+@remote.with_connection_options
 def census(
     source: Annotated[Optional[str], typer.Argument(
         help="Recording file (OpenMetrics/Prometheus text/Parquet/.pdrec) or sim output dir; omit with --prometheus."
@@ -34,19 +36,11 @@ def census(
     prometheus: remote.PrometheusOpt = None,
     selector: remote.SelectorOpt = '{job="radiance"}',
     window: remote.WindowOpt = "6h",
-    bearer_token_env: remote.BearerEnvOpt = None,
-    bearer_token_file: remote.BearerFileOpt = None,
-    basic_user: remote.BasicUserOpt = None,
-    basic_password_env: remote.BasicPasswordEnvOpt = None,
-    basic_password_file: remote.BasicPasswordFileOpt = None,
-    ca_file: remote.CaFileOpt = None,
-    insecure_skip_verify: remote.InsecureOpt = False,
-    timeout: remote.TimeoutOpt = "30s",
+    connection: remote.ConnectionOptions = remote.ConnectionOptions(),
 ) -> None:
     """Which mechanism makes decode collapse while another session prefills, how sure, and which knob acts on it."""
     from pdcensus import api
     from pdcensus.census.model import reports_to_dict
-    from pdcensus.errors import UsageError
 
     if not 0.0 < target_decode_share < 1.0:
         raise UsageError(f"--target-decode-share must be between 0 and 1 (exclusive), got {target_decode_share}")
@@ -54,10 +48,9 @@ def census(
         if source is not None:
             raise UsageError("give a SOURCE or --prometheus URL, not both")
         t0, t1 = remote.window(start, end, window)
-        auth = remote.auth_config(bearer_token_env, bearer_token_file, basic_user, basic_password_env,
-                                  basic_password_file, ca_file, insecure_skip_verify)
         reports = api.census_prometheus(prometheus, selector=selector, start=t0, end=t1, instance=instance,
-                                        segment=segment, auth=auth, timeout_seconds=parse_duration(timeout),
+                                        segment=segment, auth=connection.auth(),
+                                        timeout_seconds=connection.timeout_seconds,
                                         evidence=evidence, target_decode_share=target_decode_share)
     elif source is None:
         raise UsageError("give a recording (file or sim output dir) or --prometheus URL")

@@ -1,4 +1,4 @@
-"""`pdcensus demo`: simulate the default scenario, census it, print the report, write report.html.
+"""`pdcensus demo [SCENARIO]`: simulate a scenario (default step-time-sharing), census it, print the report, write report.html.
 
 The simulator's output directory is written too, so ``pdcensus census DIR`` re-runs the
 census on exactly what the demo saw.
@@ -11,12 +11,12 @@ from typing import Annotated
 
 import typer
 
-from pdcensus.cli import app, parse_duration
+from pdcensus.commands.base import app, parse_duration
 
 
 @app.command()
 def demo(
-    scenario: Annotated[str, typer.Option("--scenario", help="Simulator scenario (see `pdcensus scenarios`).")] = "step-time-sharing",
+    scenario: Annotated[str, typer.Argument(help="Scenario name (see `pdcensus scenarios`).")] = "step-time-sharing",
     out: Annotated[Path, typer.Option("--out", help="Directory for the recording, truth and report.html.")] = Path("out"),
     duration: Annotated[str, typer.Option("--duration", help="Simulated time, e.g. 2h.")] = "2h",
     seed: Annotated[int, typer.Option("--seed", help="Simulator seed.")] = 0,

@@ -7,20 +7,14 @@ from typing import Annotated, Optional
 
 import typer
 
-from pdcensus.cli import app, parse_duration
+from pdcensus.commands.base import app, parse_duration
+from pdcensus.errors import UsageError
+from pdcensus.series.profiles import PROFILES, get_profile
 
-def _profile_help() -> str:
-    from pdcensus.series.profiles import PROFILES
-
-    return "Metric profile, one of: " + ", ".join(PROFILES) + "."
-
-
-_PROFILE_HELP = _profile_help()
+_PROFILE_HELP = "Metric profile, one of: " + ", ".join(PROFILES) + "."
 
 
 def _interval_seconds(text: str) -> float:
-    from pdcensus.errors import UsageError
-
     seconds = parse_duration(text)
     if seconds <= 0 or seconds > 30:
         raise UsageError(f"--scrape-interval {text!r} must be above 0 and at most 30s (the census step limit)")
@@ -38,7 +32,6 @@ def promql(
 ) -> None:
     """Print the PromQL for each census quantity (phase ratio, per-stream rate, TTFT, preemptions)."""
     from pdcensus.report.promql_export import census_queries, prometheus_duration, render_promql, render_rules
-    from pdcensus.series.profiles import get_profile
 
     prof = get_profile(profile)
     interval = _interval_seconds(scrape_interval)
@@ -64,7 +57,6 @@ def grafana(
 ) -> None:
     """Print a Grafana dashboard (JSON) of the census quantities: pdcensus grafana > dashboard.json."""
     from pdcensus.report.grafana import build_dashboard
-    from pdcensus.series.profiles import get_profile
 
     dashboard = build_dashboard(get_profile(profile), scrape_interval_seconds=_interval_seconds(scrape_interval),
                                 title=title)

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from pdcensus.cli import app, parse_duration
 from pdcensus.commands import remote
+from pdcensus.commands.base import app
+
+if TYPE_CHECKING:
+    from pdcensus.fleet import FleetResult
 
 
 def _fmt(value: float | None, pattern: str) -> str:
     return "-" if value is None else format(value, pattern)
 
 
-def _table(result: Any) -> None:
+def _table(result: FleetResult) -> None:
     from rich.console import Console
     from rich.table import Table
 
@@ -33,6 +36,7 @@ def _table(result: Any) -> None:
 
 
 @app.command("fleet")
+@remote.with_connection_options
 def fleet_command(
     prometheus: Annotated[str, typer.Option("--prometheus", help="Base URL of a Prometheus-compatible API, e.g. http://127.0.0.1:9090.")],
     selector: remote.SelectorOpt = '{job="radiance"}',
@@ -42,21 +46,12 @@ def fleet_command(
     concurrency: Annotated[int, typer.Option("--concurrency", help="Batches of endpoints pulled and censused at once.")] = 4,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Endpoints pulled together in one batch (1 = one at a time).")] = 25,
     as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object: endpoints (one census object each) and ranking.")] = False,
-    bearer_token_env: remote.BearerEnvOpt = None,
-    bearer_token_file: remote.BearerFileOpt = None,
-    basic_user: remote.BasicUserOpt = None,
-    basic_password_env: remote.BasicPasswordEnvOpt = None,
-    basic_password_file: remote.BasicPasswordFileOpt = None,
-    ca_file: remote.CaFileOpt = None,
-    insecure_skip_verify: remote.InsecureOpt = False,
-    timeout: remote.TimeoutOpt = "30s",
+    connection: remote.ConnectionOptions = remote.ConnectionOptions(),
 ) -> None:
     """Census every engine endpoint under --selector concurrently and rank them, worst collapse first."""
     from pdcensus.fleet import FleetEndpoint, census_fleet
 
     t0, t1 = remote.window(start, end, window)
-    auth = remote.auth_config(bearer_token_env, bearer_token_file, basic_user, basic_password_env,
-                              basic_password_file, ca_file, insecure_skip_verify)
     progress_state: dict[str, Any] = {"total": 0, "done": 0, "bar": None, "task": None}
     tty = sys.stderr.isatty()
 
@@ -83,9 +78,9 @@ def fleet_command(
                   file=sys.stderr, flush=True)
 
     try:
-        result = census_fleet(prometheus, selector=selector, start=t0, end=t1, concurrency=concurrency, auth=auth,
-                              timeout=parse_duration(timeout), batch_size=batch_size, on_discovered=discovered,
-                              on_endpoint=finished)
+        result = census_fleet(prometheus, selector=selector, start=t0, end=t1, concurrency=concurrency,
+                              auth=connection.auth(), timeout=connection.timeout_seconds, batch_size=batch_size,
+                              on_discovered=discovered, on_endpoint=finished)
     finally:
         if progress_state["bar"] is not None:
             progress_state["bar"].stop()

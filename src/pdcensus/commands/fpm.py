@@ -15,7 +15,8 @@ from typing import Annotated
 
 import typer
 
-from pdcensus.cli import app, parse_duration
+from pdcensus.commands.base import app, parse_duration
+from pdcensus.errors import UsageError
 
 fpm_app = typer.Typer(help="Forward Pass Metrics (per-step records over ZMQ): record them, read the ledger.",
                       no_args_is_help=True)
@@ -48,7 +49,6 @@ def record(
     duration: Annotated[str, typer.Option("--duration", help="How long to record, e.g. 30m.")] = "10m",
 ) -> None:
     """Subscribe to an engine's FPM publisher and append every step to a file."""
-    from pdcensus.errors import UsageError
     from pdcensus.sources.fpm import record_fpm
 
     seconds = parse_duration(duration)

@@ -10,12 +10,14 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+import threading
 import time
 from typing import Annotated, Optional
 
 import typer
 
-from pdcensus.cli import app, parse_duration
+from pdcensus.commands.base import app, parse_duration
+from pdcensus.errors import UsageError
 
 
 def _human_bytes(n: int) -> str:
@@ -29,9 +31,6 @@ def _human_bytes(n: int) -> str:
 
 def _record_fpm(address: str, out: str, duration: Optional[str], quiet: bool) -> None:
     """Forward Pass Metrics into ``out`` (JSON lines) until ``duration`` or SIGINT/SIGTERM."""
-    import threading
-
-    from pdcensus.errors import UsageError
     from pdcensus.sources.fpm import normalize_address, record_fpm
 
     endpoint = normalize_address(address)
@@ -73,7 +72,6 @@ def record(
 
     With --fpm, record an engine's Forward Pass Metrics instead (`pdcensus fpm ledger` reads them).
     """
-    from pdcensus.errors import UsageError
     from pdcensus.sources.recorder import JournalWriter, ScrapeOutcome, parse_target
     from pdcensus.sources.recorder import record as run_record
 

@@ -8,11 +8,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from pdcensus.cli import app, parse_duration, parse_time
 from pdcensus.commands import remote
+from pdcensus.commands.base import app, parse_duration, parse_time
+from pdcensus.errors import UsageError
 
 
 @app.command()
+@remote.with_connection_options
 def query(
     source: Annotated[str, typer.Argument(
         help="Recording file (OpenMetrics/Prometheus text/Parquet/.pdrec) or sim output dir; with --prometheus, "
@@ -28,21 +30,13 @@ def query(
     as_json: Annotated[bool, typer.Option("--json", help="Print the Prometheus HTTP API JSON (the default output).")] = True,
     prometheus: remote.PrometheusOpt = None,
     selector: remote.SelectorOpt = "",
-    bearer_token_env: remote.BearerEnvOpt = None,
-    bearer_token_file: remote.BearerFileOpt = None,
-    basic_user: remote.BasicUserOpt = None,
-    basic_password_env: remote.BasicPasswordEnvOpt = None,
-    basic_password_file: remote.BasicPasswordFileOpt = None,
-    ca_file: remote.CaFileOpt = None,
-    insecure_skip_verify: remote.InsecureOpt = False,
-    timeout: remote.TimeoutOpt = "30s",
+    connection: remote.ConnectionOptions = remote.ConnectionOptions(),
 ) -> None:
     """Evaluate EXPR over SOURCE and print what Prometheus's HTTP API would return.
 
     With --prometheus URL, the raw samples EXPR reads are pulled from that server (only the
     names it selects, over the window it looks at) and evaluated here, with our exact rules.
     """
-    from pdcensus.errors import UsageError
     from pdcensus.series.promql import instant_query, range_query, storage_from_recording, to_api_json
     from pdcensus.series.promql.functions import SUPPORTED_FUNCTIONS
     from pdcensus.series.promql.plan import footprint
@@ -68,10 +62,8 @@ def query(
         if need.names is None and not selector:
             raise UsageError("EXPR has a selector without a metric name: give --selector to bound the pull")
         pull_start = t_first - need.lookback_ms / 1000 - lookback_seconds
-        auth = remote.auth_config(bearer_token_env, bearer_token_file, basic_user, basic_password_env,
-                                  basic_password_file, ca_file, insecure_skip_verify)
         recording, warnings = remote.fetch(
-            prometheus, selector, pull_start, t_last, auth, timeout,
+            prometheus, selector, pull_start, t_last, connection,
             names=set(need.names) if need.names is not None else None,
         )
         for warning in warnings:

@@ -1,20 +1,32 @@
-"""Options shared by the commands that read a Prometheus-compatible server.
+"""Options shared by the commands that read a Prometheus-compatible server, declared once.
 
-``--prometheus URL`` with ``--selector``, the window, and auth given only as the NAME of an
-environment variable or the PATH of a file (a secret on the command line would land in
-shell history and ``/proc/PID/cmdline``).
+``--prometheus URL`` with ``--selector`` and the window are typed aliases each command puts in
+its signature (their defaults differ per command). The eight connection options (auth given
+only as the NAME of an environment variable or the PATH of a file: a secret on the command
+line would land in shell history and ``/proc/PID/cmdline``; the TLS choices; the timeout) are
+one typed object, :class:`ConnectionOptions`: a command declares a ``connection:
+ConnectionOptions`` parameter and :func:`with_connection_options` puts the eight options in
+its place, so ``census``, ``query`` and ``fleet`` share one declaration and receive one value
+that yields the :class:`~pdcensus.sources.prometheus_http.AuthConfig`.
 """
 
 from __future__ import annotations
 
+import functools
+import inspect
 import time as _time
+from collections.abc import Callable
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from pdcensus.cli import parse_duration, parse_time
-from pdcensus.series.model import Recording
+from pdcensus.commands.base import parse_duration, parse_time
+
+if TYPE_CHECKING:  # the HTTP client (httpx) loads only when a command reaches a server
+    from pdcensus.series.model import Recording
+    from pdcensus.sources.prometheus_http import AuthConfig
 
 PrometheusOpt = Annotated[
     Optional[str],
@@ -27,47 +39,69 @@ SelectorOpt = Annotated[
 WindowOpt = Annotated[
     str, typer.Option("--window", help="With --prometheus and no --start: how far back from --end (default now).")
 ]
-BearerEnvOpt = Annotated[
-    Optional[str], typer.Option("--bearer-token-env", help="NAME of an environment variable holding a bearer token.")
-]
-BearerFileOpt = Annotated[
-    Optional[Path], typer.Option("--bearer-token-file", help="File holding a bearer token.")
-]
-BasicUserOpt = Annotated[Optional[str], typer.Option("--basic-user", help="Basic-auth user name.")]
-BasicPasswordEnvOpt = Annotated[
-    Optional[str], typer.Option("--basic-password-env", help="NAME of an environment variable holding the password.")
-]
-BasicPasswordFileOpt = Annotated[
-    Optional[Path], typer.Option("--basic-password-file", help="File holding the basic-auth password.")
-]
-CaFileOpt = Annotated[Optional[Path], typer.Option("--ca-file", help="CA bundle to verify the server's TLS certificate.")]
-InsecureOpt = Annotated[
-    bool, typer.Option("--insecure-skip-verify", help="Do not verify the server's TLS certificate.")
-]
-TimeoutOpt = Annotated[str, typer.Option("--timeout", help="Per-request timeout, e.g. 30s.")]
 
 
-def auth_config(
-    bearer_token_env: str | None = None,
-    bearer_token_file: Path | None = None,
-    basic_user: str | None = None,
-    basic_password_env: str | None = None,
-    basic_password_file: Path | None = None,
-    ca_file: Path | None = None,
-    insecure_skip_verify: bool = False,
-) -> object:
-    """The AuthConfig for these options (names and paths only; the secret is read later)."""
-    from pdcensus.sources.prometheus_http import AuthConfig
+@dataclass(frozen=True)
+class ConnectionOptions:
+    """How to reach the server: where the credentials are (never the secrets), TLS, the timeout."""
 
-    return AuthConfig(
-        bearer_token_env=bearer_token_env,
-        bearer_token_file=bearer_token_file,
-        basic_user=basic_user,
-        basic_password_env=basic_password_env,
-        basic_password_file=basic_password_file,
-        ca_file=ca_file,
-        insecure_skip_verify=insecure_skip_verify,
-    )
+    bearer_token_env: Annotated[Optional[str], typer.Option(
+        "--bearer-token-env", help="NAME of an environment variable holding a bearer token.")] = None
+    bearer_token_file: Annotated[Optional[Path], typer.Option(
+        "--bearer-token-file", help="File holding a bearer token.")] = None
+    basic_user: Annotated[Optional[str], typer.Option("--basic-user", help="Basic-auth user name.")] = None
+    basic_password_env: Annotated[Optional[str], typer.Option(
+        "--basic-password-env", help="NAME of an environment variable holding the password.")] = None
+    basic_password_file: Annotated[Optional[Path], typer.Option(
+        "--basic-password-file", help="File holding the basic-auth password.")] = None
+    ca_file: Annotated[Optional[Path], typer.Option(
+        "--ca-file", help="CA bundle to verify the server's TLS certificate.")] = None
+    insecure_skip_verify: Annotated[bool, typer.Option(
+        "--insecure-skip-verify", help="Do not verify the server's TLS certificate.")] = False
+    timeout: Annotated[str, typer.Option("--timeout", help="Per-request timeout, e.g. 30s.")] = "30s"
+
+    def auth(self) -> AuthConfig:
+        """The AuthConfig for these options (names and paths only; the secret is read later)."""
+        from pdcensus.sources.prometheus_http import AuthConfig
+
+        return AuthConfig(
+            bearer_token_env=self.bearer_token_env, bearer_token_file=self.bearer_token_file,
+            basic_user=self.basic_user, basic_password_env=self.basic_password_env,
+            basic_password_file=self.basic_password_file, ca_file=self.ca_file,
+            insecure_skip_verify=self.insecure_skip_verify,
+        )
+
+    @property
+    def timeout_seconds(self) -> float:
+        return parse_duration(self.timeout)
+
+
+def _connection_parameters() -> list[inspect.Parameter]:
+    hints = inspect.get_annotations(ConnectionOptions, eval_str=True)
+    return [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, default=f.default, annotation=hints[f.name])
+            for f in fields(ConnectionOptions)]
+
+
+_CONNECTION_PARAMETERS = _connection_parameters()
+
+
+def with_connection_options(command: Callable[..., None]) -> Callable[..., None]:
+    """Give ``command``'s ``connection: ConnectionOptions`` parameter to typer as the eight options it is built from."""
+    signature = inspect.signature(command, eval_str=True)
+    if "connection" not in signature.parameters:
+        raise TypeError(f"{command.__name__} has no 'connection' parameter")
+    kept = [p for p in signature.parameters.values() if p.name != "connection"]
+    names = [p.name for p in _CONNECTION_PARAMETERS]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs: object) -> None:
+        connection = ConnectionOptions(**{name: kwargs.pop(name) for name in names})  # type: ignore[arg-type]
+        command(connection=connection, **kwargs)
+
+    parameters = kept + _CONNECTION_PARAMETERS
+    wrapper.__signature__ = signature.replace(parameters=parameters)  # type: ignore[attr-defined]
+    wrapper.__annotations__ = {p.name: p.annotation for p in parameters} | {"return": None}
+    return wrapper
 
 
 def window(start: str | None, end: str | None, default_window: str) -> tuple[float, float]:
@@ -78,7 +112,7 @@ def window(start: str | None, end: str | None, default_window: str) -> tuple[flo
 
 
 def fetch(
-    url: str, selector: str, start: float, end: float, auth: object, timeout: str,
+    url: str, selector: str, start: float, end: float, connection: ConnectionOptions,
     names: set[str] | None = None,
 ) -> tuple[Recording, list[str]]:
     """Raw samples of ``names`` (default: what the census reads) under ``selector``."""
@@ -87,5 +121,5 @@ def fetch(
 
     return fetch_recording(
         url, selector=selector, start=start, end=end, names=names if names is not None else census_sample_names(),
-        auth=auth, timeout=parse_duration(timeout),
+        auth=connection.auth(), timeout=connection.timeout_seconds,
     )

@@ -7,7 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from pdcensus.cli import app, parse_sets
+from pdcensus.commands.base import app, parse_sets
+from pdcensus.extras import SERVE_MODULES, require_extra
 
 
 @app.command("serve")
@@ -24,7 +25,8 @@ def serve_command(
     quiet: Annotated[bool, typer.Option("--quiet", help="Do not print the boot ledger.")] = False,
 ) -> None:
     """Serve SCENARIO live: /metrics, /stats, /diagnostics and OpenAI-compatible /v1 (stop with SIGTERM)."""
-    from pdcensus.sim.server import ServeOptions, serve
+    require_extra("pdcensus serve", "serve", SERVE_MODULES)
+    from pdcensus.sim.server import ServeOptions, serve  # here: the serve extra is optional
     from pdcensus.sim.server_clock import LiveEngine
 
     options = ServeOptions(scenario=scenario, host=host, port=port, speed=speed, background=not no_background,

@@ -6,7 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from pdcensus.cli import app, parse_duration, parse_sets
+from pdcensus.commands.base import app, parse_duration, parse_sets
 
 LONG_RUN_SECONDS = 6 * 3600.0
 

@@ -60,6 +60,8 @@ class LoadReport:
     model_gap_p99_seconds: float
     late_p99_seconds: float
     late_share_over_10_percent: float
+    model_gap_min_seconds: float
+    early_tokens: int  # tokens that reached their client before the engine emitted them (see _one_request)
     scrapes: int
     scrape_errors: int
     scrape_p99_seconds: float
@@ -78,6 +80,7 @@ class _Tally:
     errors: int = 0
     error_samples: list[str] = field(default_factory=list)
     tokens: int = 0
+    early: int = 0
     scrape_seconds: list[float] = field(default_factory=list)
     scrape_errors: int = 0
     rss: list[tuple[float, int]] = field(default_factory=list)
@@ -193,6 +196,7 @@ class _HttpStatus(Exception):
 
 
 async def _one_request(conn: _Connection, body: bytes, host: str, port: int, speed: float, tally: _Tally) -> None:
+    sent = time.monotonic()
     response = await conn.post("/v1/completions", body, host, port)
     arrivals: list[float] = []
     engine_times: list[float] = []
@@ -216,6 +220,14 @@ async def _one_request(conn: _Connection, body: bytes, host: str, port: int, spe
     tally.tokens += len(arrivals)
     tally.gaps.extend(np.diff(arrivals).tolist())
     tally.model_gaps.extend((np.diff(engine_times) / speed).tolist())
+    # The request reached the engine after ``sent`` and was admitted no later than its first
+    # token's emission, and the server releases a token only once the wall clock reaches its
+    # emission instant: so token k cannot arrive sooner after ``sent`` than the engine time from
+    # the first token to token k (1 ms for the JSON's rounding), whatever the load.
+    if arrivals:
+        waited = np.array(arrivals) - sent
+        emitted = (np.array(engine_times) - engine_times[0]) / speed
+        tally.early += int(np.sum(waited < emitted - 1e-3))
 
 
 _TEXT_EMPTY = b'"text":""'
@@ -316,6 +328,7 @@ async def _drive(url: str, clients: int, duration_seconds: float, speed: float, 
         gaps=len(tally.gaps), gap_p50_seconds=_pct(tally.gaps, 50), gap_p99_seconds=_pct(tally.gaps, 99),
         model_gap_p50_seconds=_pct(tally.model_gaps, 50), model_gap_p99_seconds=_pct(tally.model_gaps, 99),
         late_p99_seconds=_pct(late.tolist(), 99), late_share_over_10_percent=over,
+        model_gap_min_seconds=float(model.min()) if model.size else float("nan"), early_tokens=tally.early,
         scrapes=len(tally.scrape_seconds), scrape_errors=tally.scrape_errors,
         scrape_p99_seconds=_pct(tally.scrape_seconds, 99), rss_samples=tuple(tally.rss),
     )

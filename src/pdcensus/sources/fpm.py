@@ -36,6 +36,7 @@ from typing import BinaryIO
 import msgspec
 
 from pdcensus.errors import DataError, RecordingParseError, UsageError
+from pdcensus.extras import FPM_MODULES, require_extra
 
 FPM_VERSION = 1
 FPM_TOPIC = b""
@@ -248,7 +249,8 @@ def record_fpm(
     envelope sequence (the producer drops under back-pressure, a late subscriber misses the
     start) are counted.
     """
-    import zmq
+    require_extra("recording Forward Pass Metrics", "fpm", FPM_MODULES)
+    import zmq  # here, not at the top: the fpm extra is optional
 
     endpoint = normalize_address(address)
     path = Path(out_path)

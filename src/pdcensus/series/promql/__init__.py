@@ -11,17 +11,18 @@ Expressions outside the subset raise :class:`pdcensus.errors.UnsupportedQueryErr
 naming the construct; invalid PromQL raises :class:`PromQLParseError` (a usage error);
 queries Prometheus itself would refuse raise :class:`QueryEvaluationError`.
 Counter helpers for the census live in :mod:`pdcensus.series.promql.counters` and
-``histogram_quantile`` in :mod:`pdcensus.series.promql.histogram`.
+``histogram_quantile`` in :mod:`pdcensus.series.promql.histogram` (the quantile rule itself,
+shared with the census, in :mod:`pdcensus.series.quantile`).
 """
 
 from pdcensus.series.promql.api_json import format_value, to_api_json
 from pdcensus.series.promql.counters import counter_increase, counter_rate, gauge_delta
 from pdcensus.series.promql.evaluator import instant_query, range_query
 from pdcensus.series.promql.functions import SUPPORTED_FUNCTIONS
-from pdcensus.series.promql.histogram import Bucket, bucket_quantile
 from pdcensus.series.promql.plan import PromQLParseError, QueryEvaluationError
 from pdcensus.series.promql.storage import Storage, StoredSeries, storage_from_recording
 from pdcensus.series.promql.values import QueryResult, ResultSeries, ResultType
+from pdcensus.series.quantile import Bucket, bucket_quantile
 
 __all__ = [
     "Bucket",

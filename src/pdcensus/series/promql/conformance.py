@@ -20,7 +20,7 @@ import numpy as np
 
 from pdcensus.errors import CensusError, UnsupportedQueryError
 from pdcensus.series.promql.evaluator import instant_query, range_query
-from pdcensus.series.promql.histogram import almost_equal
+from pdcensus.series.quantile import almost_equal
 from pdcensus.series.promql.storage import Storage, StoredSeries
 from pdcensus.series.promql.testscript import Clear, Eval, Load, PointKind, SeriesSpec, parse_script
 from pdcensus.series.promql.values import METRIC_NAME, Labels, QueryResult, ResultType, label_value

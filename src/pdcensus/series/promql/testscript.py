@@ -17,11 +17,9 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from pdcensus.errors import RecordingParseError
+from pdcensus.series.durations import parse_duration_ms
 from pdcensus.series.promql.values import Labels
 
-_DURATION_PART = re.compile(r"(\d+)(ms|y|w|d|h|m|s)")
-_DURATION_UNITS_MS = {"ms": 1, "s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000,
-                      "w": 604_800_000, "y": 31_536_000_000}
 _NUMBER = r"(?:[0-9]+\.?[0-9]*(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?|inf|nan)"
 _POINT = re.compile(rf"^(?P<a>[+-]?{_NUMBER}|stale)(?:(?P<b>[+-]{_NUMBER})?x(?P<n>[0-9]+))?$", re.IGNORECASE)
 _BLANKS = re.compile(r"^_(?:x(?P<n>[0-9]+))?$")
@@ -84,16 +82,6 @@ class Eval:
 
 
 Command = Load | Clear | Eval
-
-
-def parse_duration_ms(text: str) -> int:
-    """A Prometheus duration (``5m``, ``1h30m``, ``10s53ms``) or plain seconds, in ms."""
-    if re.fullmatch(r"[0-9]+(?:\.[0-9]+)?", text):
-        return int(round(float(text) * 1000))
-    parts = _DURATION_PART.findall(text)
-    if not parts or "".join(n + u for n, u in parts) != text:
-        raise ValueError(f"bad duration {text!r}")
-    return sum(int(n) * _DURATION_UNITS_MS[u] for n, u in parts)
 
 
 def parse_number(text: str) -> float:

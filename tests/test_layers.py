@@ -1,0 +1,145 @@
+"""The import graph read from the source: no circle, and no arrow from a lower layer to a higher one.
+
+Every ``import`` of a ``pdcensus`` module counts, wherever it stands (at the top, inside a
+function, under ``if TYPE_CHECKING``): a circle hidden behind a function-local or type-only
+import is still two modules that cannot change alone.
+
+The layers, lowest first (a module may import its own layer and the layers below it):
+
+* ``errors``, ``extras``: the exception tree and the optional-extra check;
+* ``series.model``: the recording data model every reader fills;
+* ``sources``: readers and writers of recordings, servers and side channels;
+* ``series``: PromQL, engine profiles, resampling, on top of the model;
+* ``census``, then ``advice``, then ``report``;
+* ``api``, ``fleet``: the library's entry points;
+* ``commands`` (``commands.base`` first), then ``cli`` and ``__main__``.
+
+The simulator (``sim``) stands beside: it may import ``series`` and below, and only the
+command line imports it.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+LAYERS: list[tuple[str, ...]] = [
+    ("pdcensus", "pdcensus.errors", "pdcensus.extras"),
+    ("pdcensus.series.model",),
+    ("pdcensus.sources",),
+    ("pdcensus.series",),
+    ("pdcensus.census",),
+    ("pdcensus.advice",),
+    ("pdcensus.report",),
+    ("pdcensus.api", "pdcensus.fleet"),
+    ("pdcensus.commands.base",),
+    ("pdcensus.commands",),
+    ("pdcensus.cli", "pdcensus.__main__"),
+]
+SIM = "pdcensus.sim"
+SIM_MAY_IMPORT_UP_TO = LAYERS.index(("pdcensus.series",))
+SIM_IMPORTED_FROM = LAYERS.index(("pdcensus.commands",))
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the pdcensus modules it imports (a ``from package import name`` names the submodule if it is one)."""
+    files = {_module_name(p): p for p in SRC.rglob("*.py")}
+    graph: dict[str, set[str]] = {}
+    for name, path in files.items():
+        package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(package[:len(package) - node.level + 1] + [node.module or ""]) if node.level \
+                    else node.module or ""
+                found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names)
+        graph[name] = {m.rstrip(".") for m in found if m.rstrip(".") in files and m != name}
+    return graph
+
+
+def rank(module: str) -> int | None:
+    """The index of the most specific layer ``module`` belongs to; None for the simulator."""
+    if module == SIM or module.startswith(SIM + "."):
+        return None
+    best, best_len = -1, -1
+    for i, prefixes in enumerate(LAYERS):
+        for prefix in prefixes:
+            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+                best, best_len = i, len(prefix)
+    assert best >= 0, f"{module} is in no layer: add it to LAYERS"
+    return best
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    out: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                out.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return out
+
+
+KNOWN_CIRCLES: list[list[str]] = [  # being taken apart: a planner that returns a plan
+    ["pdcensus.sim.engine", "pdcensus.sim.steps"],
+]
+
+
+def test_the_import_graph_has_no_circle() -> None:
+    assert sorted(circles(import_graph())) == KNOWN_CIRCLES
+
+
+def test_no_module_imports_a_higher_layer_and_only_the_command_line_imports_the_simulator() -> None:
+    wrong = []
+    for module, imported in import_graph().items():
+        mine = rank(module)
+        for other in imported:
+            theirs = rank(other)
+            if mine is None:  # the simulator
+                if theirs is not None and theirs > SIM_MAY_IMPORT_UP_TO:
+                    wrong.append(f"{module} -> {other}")
+            elif theirs is None:
+                if mine < SIM_IMPORTED_FROM:
+                    wrong.append(f"{module} -> {other}")
+            elif theirs > mine:
+                wrong.append(f"{module} -> {other}")
+    assert wrong == []
+
+
+def test_the_checker_sees_a_circle_and_an_upward_arrow() -> None:
+    graph = {"pdcensus.census.a": {"pdcensus.census.b"}, "pdcensus.census.b": {"pdcensus.census.a"},
+             "pdcensus.sources.c": set()}
+    assert circles(graph) == [["pdcensus.census.a", "pdcensus.census.b"]]
+    assert rank("pdcensus.sources.fpm") < rank("pdcensus.series.promql.engine") < rank("pdcensus.census.run")  # type: ignore[operator]
+    assert rank("pdcensus.series.model") < rank("pdcensus.sources.load")  # type: ignore[operator]
+    assert rank("pdcensus.sim.engine") is None
