@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from pdcensus.advice.cpp_text import TokenKind, tokenize
-from pdcensus.advice.flags import enum_lists, load_schema, parse_config_source, parse_help_text
+from pdcensus.advice.flags import enum_lists, parse_config_source
+from pdcensus.advice.pinned import load_schema, parse_help_text
 from pdcensus.errors import DataError, UsageError
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "config_sources"
