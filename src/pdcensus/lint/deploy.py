@@ -1,0 +1,189 @@
+"""Kubernetes manifests, Helm-rendered YAML, compose files and rules files, with line marks.
+
+YAML is read with PyYAML's composer (``yaml.compose_all``): every node keeps its
+``start_mark``, so a finding on ``args: ["serve", "--checkpoint-policy", "geometric"]`` points
+at the item's own line and column, in any document of a multi-document file (``helm
+template`` output, ``kubectl get -o yaml`` lists). Nothing is constructed into Python
+objects, so no tag runs code. What is read:
+
+* every container (``containers``/``initContainers``/``ephemeralContainers`` items anywhere:
+  Deployment, StatefulSet, Pod, Job, CronJob, operators' CRDs): ``command`` + ``args`` is the
+  argv (no ``command``: ``args`` go to the image's entrypoint, taken as the engine when they
+  start with a flag or ``serve``; ``sh -c`` scripts are read as shell), ``env`` name/value
+  pairs are the flags their ``RADIANCE_*`` names map to, all one invocation;
+* compose ``services``: ``entrypoint``/``command`` as a string (split as compose splits it)
+  or a list, ``environment`` as a map or a ``KEY=VALUE`` list;
+* anywhere else: a ``RADIANCE_*`` key (ConfigMap data, Helm values), and any ``expr`` or
+  ``query`` string (alerting and recording rules, PrometheusRule objects) for the PromQL
+  traps, with the runbook's queries' rules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from pdcensus.advice.model import Severity
+from pdcensus.lint.checks import Checker, FlagUse
+from pdcensus.lint.model import Snippet
+from pdcensus.lint.shell import Word, tokenize
+from pdcensus.lint.shell_read import Arg, ShellReader
+
+_CONTAINER_KEYS = {"containers", "initContainers", "ephemeralContainers"}
+
+
+def _scalar_snippet(node: ScalarNode, path: str, file_lines: list[str]) -> Snippet:
+    line, col = node.start_mark.line + 1, node.start_mark.column + 1
+    if node.style in {"|", ">"}:
+        return Snippet.found_in(path, node.value, file_lines, line + 1)
+    if "\n" in node.value or node.style in {'"', "'"} and "\\" in node.value:
+        return Snippet.found_in(path, node.value, file_lines, line)
+    return Snippet.at(path, node.value, line, col + (1 if node.style in {'"', "'"} else 0))
+
+
+def _get(node: MappingNode, key: str) -> Node | None:
+    for k, v in node.value:
+        if isinstance(k, ScalarNode) and k.value == key:
+            return v
+    return None
+
+
+class DeployReader:
+    """Reads the YAML documents of one file into the shell reader's invocations and the checks."""
+
+    def __init__(self, checker: Checker, shell: ShellReader, path: str, text: str) -> None:
+        self.checker = checker
+        self.shell = shell
+        self.path = path
+        self.file_lines = text.split("\n")
+        self.done: set[int] = set()
+
+    def arg(self, node: ScalarNode) -> Arg:
+        snippet = _scalar_snippet(node, self.path, self.file_lines)
+        return Arg(node.value, snippet, 0, literal=node.value)
+
+    def argv(self, node: Node | None, split: bool = False) -> list[Arg]:
+        """A list of scalars, or (``split``) one string split into words as compose does."""
+        if isinstance(node, SequenceNode):
+            return [self.arg(item) for item in node.value if isinstance(item, ScalarNode)]
+        if isinstance(node, ScalarNode) and node.value:
+            if not split:
+                return [self.arg(node)]
+            snippet = _scalar_snippet(node, self.path, self.file_lines)
+            return [Arg(w.raw, snippet, w.start) for w in tokenize(snippet.text) if isinstance(w, Word)]
+        return []
+
+    def env_pair(self, name: ScalarNode, value: Node | None, into: list[FlagUse]) -> None:
+        if not name.value.startswith("RADIANCE_"):
+            return
+        at = (name.start_mark.line + 1, name.start_mark.column + 1)
+        if isinstance(value, ScalarNode):
+            snippet = _scalar_snippet(value, self.path, self.file_lines)
+            use = self.checker.env(name.value, value.value, at, snippet.position(0))
+        else:
+            use = self.checker.env(name.value, None, at, None)
+        if use is not None:
+            into.append(use)
+
+    def read(self, text: str) -> None:
+        try:
+            documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            at = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
+            helm = "{{" in text
+            self.checker.add("unreadable-yaml", Severity.INFO if helm else Severity.WARNING, at, self.path,
+                             "a Helm template, not rendered YAML: lint the output of `helm template`"
+                             if helm else f"not readable as YAML ({str(exc).splitlines()[0]}); not checked")
+            return
+        for doc in documents:
+            if doc is not None:
+                self.document(doc)
+
+    def document(self, doc: Node) -> None:
+        if isinstance(doc, MappingNode):
+            services = _get(doc, "services")
+            if isinstance(services, MappingNode):
+                for _, service in services.value:
+                    if isinstance(service, MappingNode):
+                        self.compose_service(service)
+        for node in _walk(doc):
+            if isinstance(node, MappingNode):
+                for key, value in node.value:
+                    if isinstance(key, ScalarNode) and key.value in _CONTAINER_KEYS \
+                            and isinstance(value, SequenceNode):
+                        for container in value.value:
+                            if isinstance(container, MappingNode) and id(container) not in self.done:
+                                self.container(container)
+        self.leftovers(doc)
+
+    def container(self, node: MappingNode) -> None:
+        self.done.add(id(node))
+        env: list[FlagUse] = []
+        env_node = _get(node, "env")
+        if isinstance(env_node, SequenceNode):
+            self.done.add(id(env_node))
+            for item in env_node.value:
+                name = _get(item, "name") if isinstance(item, MappingNode) else None
+                if isinstance(name, ScalarNode):
+                    self.env_pair(name, _get(item, "value"), env)  # type: ignore[arg-type]
+        command, args = self.argv(_get(node, "command")), self.argv(_get(node, "args"))
+        if command:
+            self.shell.command(command + args, env)
+        else:
+            self.shell.image_argv(args, env)
+
+    def compose_service(self, node: MappingNode) -> None:
+        self.done.add(id(node))
+        env: list[FlagUse] = []
+        environment = _get(node, "environment")
+        if isinstance(environment, MappingNode):
+            self.done.add(id(environment))
+            for key, value in environment.value:
+                if isinstance(key, ScalarNode):
+                    self.env_pair(key, value, env)
+        elif isinstance(environment, SequenceNode):
+            self.done.add(id(environment))
+            for item in environment.value:
+                if isinstance(item, ScalarNode) and "=" in item.value:
+                    snippet = _scalar_snippet(item, self.path, self.file_lines)
+                    name, _, value = item.value.partition("=")
+                    use = self.checker.env(name, value, snippet.position(0), snippet.position(len(name) + 1))
+                    if use is not None:
+                        env.append(use)
+        entrypoint = self.argv(_get(node, "entrypoint"), split=True)
+        command = self.argv(_get(node, "command"), split=True)
+        if entrypoint:
+            self.shell.command(entrypoint + command, env)
+        else:
+            self.shell.image_argv(command, env)
+
+    def leftovers(self, doc: Node) -> None:
+        """``RADIANCE_*`` keys and ``expr``/``query`` strings outside containers and services."""
+        for node in _walk(doc, skip=self.done):
+            if not isinstance(node, MappingNode):
+                continue
+            for key, value in node.value:
+                if not isinstance(key, ScalarNode):
+                    continue
+                if key.value.startswith("RADIANCE_"):
+                    uses: list[FlagUse] = []
+                    self.env_pair(key, value, uses)
+                    self.checker.invocation(uses)
+                elif key.value in {"expr", "query"} and isinstance(value, ScalarNode):
+                    self.checker.queries(_scalar_snippet(value, self.path, self.file_lines), step_forms=False)
+
+
+def _walk(node: Node, skip: set[int] | None = None) -> Iterator[Node]:
+    if skip is not None and id(node) in skip:
+        return
+    yield node
+    if isinstance(node, MappingNode):
+        for key, value in node.value:
+            yield from _walk(key, skip)
+            yield from _walk(value, skip)
+    elif isinstance(node, SequenceNode):
+        for item in node.value:
+            yield from _walk(item, skip)
