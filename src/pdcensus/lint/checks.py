@@ -11,8 +11,9 @@ prose. The checks are the runbook's rules against the pinned build:
   (``unknown-enum-value``), a non-integer where it parses an integer (``non-integer-value``),
   a number outside a bound it checks (``value-out-of-bounds``), flags that break a cross-flag
   rule together (``cross-flag-rule``). All are errors: the build would refuse to boot.
-  A cross-flag rule this command cannot decide, because it leaves a flag of the rule unset
-  and the help table gives no default, is ``cross-flag-unchecked`` (info);
+  A cross-flag rule this command arms (``--prefill-span 4`` makes ``span > 1 && ...`` hinge
+  on the rest) but cannot decide, because it leaves a flag of the rule unset and the help
+  table gives no default, is ``cross-flag-unchecked`` (info);
 * a ``RADIANCE_*`` variable is checked as the flag it maps to.
 
 A flag passed only in some branch of the serve script is still checked; its finding says so.
@@ -24,7 +25,7 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from pdcensus.advice.cpp_rules import Refusal, describe, evaluate
+from pdcensus.advice.cpp_rules import Expr, Refusal, describe, evaluate
 from pdcensus.advice.flags import FLAG_RE, FlagSchema, enum_lists, is_placeholder
 from pdcensus.advice.knobs import flag_for_env_var
 from pdcensus.advice.model import Severity
@@ -44,6 +45,18 @@ class FlagUse:
     value_at: tuple[int, int] | None = None
     conditional: bool = False
     via: str = ""
+
+
+def _conjuncts(expr: Expr) -> list[Expr]:
+    if expr[0] == "&&":
+        return _conjuncts(expr[1]) + _conjuncts(expr[2])  # type: ignore[arg-type]
+    return [expr]
+
+
+def _armed(condition: Expr, values: dict[str, float]) -> bool:
+    """A conjunction whose decided parts are all true (``--prefill-span 4`` arms ``span > 1 && ...``)."""
+    parts = [evaluate(part, values) for part in _conjuncts(condition)]
+    return len(parts) > 1 and any(p is not None and p != 0 for p in parts) and not any(p == 0 for p in parts)
 
 
 def checkable(value: str | None) -> bool:
@@ -102,47 +115,50 @@ class Checker:
 
     def invocation(self, uses: list[FlagUse]) -> None:
         """The flags of one engine argv: each alone, then the validator's rules over all of them."""
-        last: dict[str, FlagUse] = {}
+        by_flag: dict[str, list[FlagUse]] = {}
         for use in uses:
             self.use(use)
-            if use.flag in self.schema:
-                last[use.flag] = use
-        values: dict[str, float] = {}
+            if use.flag in self.schema and use.value is not None and _NUMBER.fullmatch(use.value):
+                by_flag.setdefault(use.flag, []).append(use)
+        defaults: dict[str, float] = {}
         for flag, spec in self.schema.flags.items():
             if spec.default is not None and _NUMBER.fullmatch(spec.default):
-                values[flag] = float(spec.default)
-        given = {f: float(u.value) for f, u in last.items()
-                 if u.value is not None and _NUMBER.fullmatch(u.value)}
-        values.update(given)
+                defaults[flag] = float(spec.default)
         for refusal in self.schema.refusals:
-            self._refusal(refusal, last, values, given)
+            flags = refusal.flags()
+            anchor = next((f for f in flags if f in by_flag), None)
+            if anchor is None:
+                continue
+            for use in by_flag[anchor]:  # each value a branch passes, with its nearest partners
+                chosen = {anchor: use}
+                for other in flags:
+                    if other != anchor and other in by_flag:
+                        chosen[other] = min(by_flag[other], key=lambda u: abs(u.flag_at[0] - use.flag_at[0]))
+                self._refusal(refusal, flags, chosen, defaults)
 
-    def _refusal(self, refusal: Refusal, last: dict[str, FlagUse], values: dict[str, float],
-                 given: dict[str, float]) -> None:
-        flags = refusal.flags()
-        set_here = [f for f in flags if f in given]
-        if not set_here:
-            return
-        first = last[set_here[0]]
+    def _refusal(self, refusal: Refusal, flags: list[str], chosen: dict[str, FlagUse],
+                 defaults: dict[str, float]) -> None:
+        values = dict(defaults)
+        values.update({f: float(str(u.value)) for f, u in chosen.items()})
+        first = next(chosen[f] for f in flags if f in chosen)
         at = first.value_at or first.flag_at
-        conditional = any(last[f].conditional for f in set_here)
-        shown = ", ".join(f"{f} {last[f].value}" if f in last else f"{f} {values[f]:g} (default)"
+        conditional = any(u.conditional for u in chosen.values())
+        shown = ", ".join(f"{f} {chosen[f].value}" if f in chosen else f"{f} {values[f]:g} (default)"
                           for f in flags if f in values)
         quoted = f' ("{refusal.message}")' if refusal.message else ""
+        where = f"({refusal.origin} of {self.schema.source}){quoted}"
         verdict = evaluate(refusal.condition, values)
         if verdict is not None and verdict != 0:
             rule = "cross-flag-rule" if len(flags) > 1 else "value-out-of-bounds"
             self.add(rule, Severity.ERROR, at, shown,
-                     f"{shown}: the validator refuses {describe(refusal.condition)} "
-                     f"({refusal.origin} of {self.schema.source}){quoted}: config_parse would refuse "
-                     "it at boot", conditional)
-        elif verdict is None and len(flags) > 1:
+                     f"{shown}: the validator refuses {describe(refusal.condition)} {where}: "
+                     "config_parse would refuse it at boot", conditional)
+        elif verdict is None and len(flags) > 1 and _armed(refusal.condition, values):
             unset = [f for f in flags if f not in values]
             self.add("cross-flag-unchecked", Severity.INFO, at, shown,
-                     f"{', '.join(f'{f} {last[f].value}' for f in set_here)}: the validator refuses "
-                     f"{describe(refusal.condition)} ({refusal.origin} of {self.schema.source}){quoted}; "
-                     f"this command leaves {', '.join(unset)} unset and the source gives no default, "
-                     "so the rule cannot be checked here", conditional)
+                     f"{shown}: the validator refuses {describe(refusal.condition)} {where}; this command "
+                     f"leaves {', '.join(unset)} unset and the source gives no default, so the rule cannot "
+                     "be checked here", conditional)
 
     def env(self, name: str, value: str | None, name_at: tuple[int, int], value_at: tuple[int, int] | None,
             conditional: bool = False) -> FlagUse | None:

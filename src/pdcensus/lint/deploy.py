@@ -130,10 +130,11 @@ class DeployReader:
                 if isinstance(name, ScalarNode):
                     self.env_pair(name, _get(item, "value"), env)  # type: ignore[arg-type]
         command, args = self.argv(_get(node, "command")), self.argv(_get(node, "args"))
+        image = _get(node, "image")
         if command:
             self.shell.command(command + args, env)
         else:
-            self.shell.image_argv(args, env)
+            self.shell.image_argv(args, env, image.value if isinstance(image, ScalarNode) else "")
 
     def compose_service(self, node: MappingNode) -> None:
         self.done.add(id(node))
@@ -155,10 +156,11 @@ class DeployReader:
                         env.append(use)
         entrypoint = self.argv(_get(node, "entrypoint"), split=True)
         command = self.argv(_get(node, "command"), split=True)
+        image = _get(node, "image")
         if entrypoint:
             self.shell.command(entrypoint + command, env)
         else:
-            self.shell.image_argv(command, env)
+            self.shell.image_argv(command, env, image.value if isinstance(image, ScalarNode) else "")
 
     def leftovers(self, doc: Node) -> None:
         """``RADIANCE_*`` keys and ``expr``/``query`` strings outside containers and services."""

@@ -199,21 +199,29 @@ class ShellReader:
         if program in NON_ENGINE or (program.startswith("-") and not _FLAG.fullmatch(program)):
             self._other(args)
             return
-        expanded = [a.value for a in self._flatten(rest, frozenset())]
-        if (rest and rest[0].value == "serve") or any(
-                (m := _FLAG.fullmatch(v)) is not None and m.group(1) in self.checker.schema for v in expanded):
+        if (rest and rest[0].value == "serve") or self._known(rest):
             self._engine(rest, env)
         else:
             self._other(args)
 
-    def image_argv(self, argv: list[Arg], env: list[FlagUse]) -> None:
-        """The argv a container passes to its image's entrypoint (assumed the engine when it is flags)."""
-        if argv and argv[0].value.startswith("-"):
-            self._engine(argv, env)
+    def image_argv(self, argv: list[Arg], env: list[FlagUse], image: str | None = None) -> None:
+        """The argv a container passes to its image's entrypoint.
+
+        The entrypoint is taken as the engine when the argv starts with a flag or ``serve`` and
+        the image is radiance's (or unknown), or when the argv passes a flag the build declares.
+        """
+        ours = image is None or "radiance" in image.lower() or self._known(argv)
+        if argv and (argv[0].value.startswith("-") or argv[0].value == "serve") and ours:
+            self._engine(argv[1:] if argv[0].value == "serve" else argv, env)
         elif argv:
             self.command(argv, env)
         else:
             self._flush_env(env)
+
+    def _known(self, argv: list[Arg]) -> bool:
+        """True when an argv passes a flag the pinned build declares."""
+        return any((m := _FLAG.fullmatch(a.value)) is not None and m.group(1) in self.checker.schema
+                   for a in self._flatten(argv, frozenset()))
 
     def _flush_env(self, env: list[FlagUse]) -> None:
         for use in env:
@@ -255,7 +263,7 @@ class ShellReader:
         if entrypoint is not None:
             self.command([entrypoint, *after], env)
         else:
-            self.image_argv(after, env)
+            self.image_argv(after, env, rest[j].value if j < len(rest) else None)
 
     def _expand(self, arg: Arg, seen: frozenset[str]) -> list[list[Arg]] | None:
         """The alternatives a pure variable reference stands for (None when ``arg`` is not one)."""

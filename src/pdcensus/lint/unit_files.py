@@ -140,7 +140,7 @@ def read_systemd(text: str, path: str, checker: Checker, shell: ShellReader) -> 
     """``Environment=`` lines first (they are the Exec lines' variables), then every Exec line."""
     execs: list[tuple[str, Snippet, int]] = []
     env: list[FlagUse] = []
-    section = ""
+    section, image = "", ""
     for _, joined, bare in logical_lines(text, comment="#"):
         snippet = _with_path(bare, path)
         stripped = joined.strip()
@@ -151,6 +151,8 @@ def read_systemd(text: str, path: str, checker: Checker, shell: ShellReader) -> 
         if m is None or stripped.startswith((";", "#")):
             continue
         key, start = m.group(1), m.end()
+        if key == "Image":
+            image = joined[start:].strip()
         if key == "Environment":
             for w in tokenize(" " * start + joined[start:]):
                 if not isinstance(w, Word) or "=" not in w.value:
@@ -176,6 +178,6 @@ def read_systemd(text: str, path: str, checker: Checker, shell: ShellReader) -> 
         words = [w for w in tokenize(" " * start + snippet.text[start:]) if isinstance(w, Word)]
         argv = [Arg(w.raw, snippet, w.start) for w in words]
         if key == "Exec":
-            shell.image_argv(argv, list(env))
+            shell.image_argv(argv, list(env), image)
         else:
             shell.command(argv, list(env))
