@@ -60,6 +60,7 @@ Token = Word | Op | Heredoc
 
 def unquote(raw: str) -> str:
     """The word's value after quote removal; expansions (``$X``, ``$(...)``) stay as written."""
+    raw = raw.replace("\\\n", "")  # a line continuation inside a word joins its halves
     if not any(c in raw for c in "$`"):
         try:
             parts = shlex.split(raw, comments=False, posix=True)

@@ -111,7 +111,7 @@ class ShellReader:
             if isinstance(tok, Heredoc):
                 for m in _ENV_LINE.finditer(tok.text):
                     arg = Arg(m.group(2).strip(), snippet, tok.start + m.start(2), conditional)
-                    self._env(m.group(1), arg, snippet.position(tok.start + m.start(1)), [])
+                    self._env(m.group(1), arg, snippet.position(tok.start + m.start(1)), None)
 
     def _env(self, name: str, value: Arg, name_at: tuple[int, int], into: list[FlagUse] | None) -> None:
         use = self.checker.env(name, value.value, name_at, value.at(), value.conditional)
@@ -274,10 +274,10 @@ class ShellReader:
         if plain is None and op is None:
             return None
         name = (plain.group(1) or plain.group(2)) if plain else op.group(1)  # type: ignore[union-attr]
-        if name in seen:
+        if name in seen and op is None:
             return []
         assigned = [[Arg(a.raw, a.snippet, a.start, a.conditional or asg.conditional or arg.conditional)
-                     for a in asg.args] for asg in self.assignments.get(name, [])]
+                     for a in asg.args] for asg in self.assignments.get(name, [])] if name not in seen else []
         if op is None:
             return assigned
         base = arg.start + shift + op.start(3)
@@ -307,15 +307,21 @@ class ShellReader:
         names = frozenset(m.group(1) for m in _ANY_REF.finditer(arg.raw))
         return [v for alt in alternatives if alt for v in self._values(alt[0], seen | names)]
 
-    def uses(self, argv: list[Arg], conditional: bool = False) -> list[FlagUse]:
+    def uses(self, argv: list[Arg], conditional: bool = False,
+             seen: frozenset[str] = frozenset()) -> list[FlagUse]:
         """The flags an argv passes, each value alternative (branches, defaults) on its own."""
-        flat = self._flatten(argv, frozenset())
         out: list[FlagUse] = []
         i = 0
-        while i < len(flat):
-            arg = flat[i]
-            m = _FLAG.fullmatch(arg.value)
+        while i < len(argv):
+            arg = argv[i]
             i += 1
+            alternatives = self._expand(arg, seen)
+            if alternatives is not None:
+                names = frozenset(m.group(1) for m in _ANY_REF.finditer(arg.raw))
+                for alt in alternatives:
+                    out.extend(self.uses(alt, conditional, seen | names))
+                continue
+            m = _FLAG.fullmatch(arg.value)
             if m is None:
                 continue
             cond = conditional or arg.conditional
@@ -323,14 +329,17 @@ class ShellReader:
             if m.group(2) is not None:
                 eq = arg.raw.find("=")
                 values = self._values(Arg(arg.raw[eq + 1:].strip("'\""), arg.snippet,
-                                          arg.start + eq + 1, cond), frozenset())
-            elif spec is not None and spec.takes_value and i < len(flat) and (
-                    not flat[i].value.startswith("-") or _NEGATIVE.fullmatch(flat[i].value)):
-                values = [flat[i]]
+                                          arg.start + eq + 1, cond), seen)
+            elif spec is not None and spec.takes_value and i < len(argv) and (
+                    self._expand(argv[i], seen) is not None or not argv[i].value.startswith("-")
+                    or _NEGATIVE.fullmatch(argv[i].value)):
+                values = self._values(argv[i], seen)
                 i += 1
             else:
                 out.append(FlagUse(m.group(1), None, arg.at(), None, cond))
                 continue
+            if not values:
+                out.append(FlagUse(m.group(1), None, arg.at(), None, cond))
             for value in values:
                 out.append(FlagUse(m.group(1), value.value, arg.at(), value.at(),
                                    cond or value.conditional))
