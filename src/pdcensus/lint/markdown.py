@@ -16,7 +16,7 @@ What each part is checked for:
   checked, an unknown flag only when it is a near-miss of a real one); other inline code is
   a one-line shell command;
 * prose: near-miss flags and member lists (``a | b | c`` beside ``--checkpoint-policy``);
-* every code block and inline span: the PromQL traps and metric names.
+* everything but HTML: the PromQL traps and metric names.
 
 All shell snippets of one runbook share one :class:`ShellReader`, so ``ARGS=...`` in one
 block and ``exec radiance serve $ARGS`` in the next are read together.
@@ -111,6 +111,7 @@ def _inline(children: list[Token], content: str, first: int, path: str,
                 checker.use(use, bare=True)
         else:
             shell.read(snippet)
-    prose = _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), content)
-    checker.prose(Snippet.found_in(path, prose, file_lines, first))
+    prose = Snippet.found_in(path, _CODE_SPAN.sub(lambda m: " " * len(m.group(0)), content), file_lines, first)
+    checker.prose(prose)
+    checker.queries(prose)
 
