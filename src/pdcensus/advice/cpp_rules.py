@@ -316,8 +316,8 @@ def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
             value = _number(arg.text) if arg.kind is TokenKind.NUMBER else constants.get(arg.text)
             if value is None:
                 continue
-            cond: Expr = (op, ("flag", flag), ("num", value))
-            refusals.append(Refusal(cond, tok.line, msg,
+            bound: Expr = (op, ("flag", flag), ("num", value))
+            refusals.append(Refusal(bound, tok.line, msg,
                                     f"line {tok.line} ({tok.text}, refusing at line {line})"))
     return refusals
 

@@ -284,8 +284,7 @@ def _flag_of_statement(tokens: list[Token], index: int, known: set[str]) -> str 
     literal = {t.text for t in tokens[lo:hi] if t.kind is TokenKind.STRING and t.text in known}
     if len(literal) == 1:
         return literal.pop()
-    idents = {f for t in tokens[lo:hi] if t.kind is TokenKind.IDENT
-              for f in [_ident_flag(t.text, known)] if f is not None}
+    idents = {f for t in tokens[lo:hi] if t.kind is TokenKind.IDENT for f in [_ident_flag(t.text, known)] if f}
     return idents.pop() if len(idents) == 1 and not literal else None
 
 

@@ -16,10 +16,19 @@ objects, so no tag runs code. What is read:
 * anywhere else: a ``RADIANCE_*`` key (ConfigMap data, Helm values), and any ``expr`` or
   ``query`` string (alerting and recording rules, PrometheusRule objects) for the PromQL
   traps, with the runbook's queries' rules.
+
+Grafana dashboards (JSON) keep a panel target's PromQL in ``"expr"``, a templating variable's
+in ``"query"``, and a forced minimum step in ``"interval"`` (``"2m"``: no step under two
+minutes, the one-in-eight trap). :mod:`json` keeps no positions, so the file is validated with
+it, then each such string is found in the raw text with a JSON-string pattern and decoded
+with a map from each decoded character to its raw offset, so a trap after an escaped quote
+(``{job=\\"x\\"}``) still lands on its own column.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator
 
 import yaml
@@ -28,6 +37,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from pdcensus.advice.model import Severity
 from pdcensus.lint.checks import Checker, FlagUse
 from pdcensus.lint.model import Snippet
+from pdcensus.lint.promql import MAX_QUERY_STEP_SECONDS, duration_seconds
 from pdcensus.lint.shell import Word, tokenize
 from pdcensus.lint.shell_read import Arg, ShellReader
 
@@ -45,7 +55,7 @@ def _scalar_snippet(node: ScalarNode, path: str, file_lines: list[str]) -> Snipp
 
 def _get(node: MappingNode, key: str) -> Node | None:
     for k, v in node.value:
-        if isinstance(k, ScalarNode) and k.value == key:
+        if isinstance(k, ScalarNode) and k.value == key and isinstance(v, Node):
             return v
     return None
 
@@ -128,7 +138,7 @@ class DeployReader:
             for item in env_node.value:
                 name = _get(item, "name") if isinstance(item, MappingNode) else None
                 if isinstance(name, ScalarNode):
-                    self.env_pair(name, _get(item, "value"), env)  # type: ignore[arg-type]
+                    self.env_pair(name, _get(item, "value"), env)
         command, args = self.argv(_get(node, "command")), self.argv(_get(node, "args"))
         image = _get(node, "image")
         if command:
@@ -189,3 +199,55 @@ def _walk(node: Node, skip: set[int] | None = None) -> Iterator[Node]:
     elif isinstance(node, SequenceNode):
         for item in node.value:
             yield from _walk(item, skip)
+
+
+_KEYED_STRING = re.compile(r'"(expr|query|interval)"\s*:\s*"((?:\\.|[^"\\])*)"')
+_SIMPLE_ESCAPES = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def decode_with_offsets(body: str) -> tuple[str, list[int]]:
+    """A JSON string body decoded, and the raw offset of each decoded character."""
+    out: list[str] = []
+    offsets: list[int] = []
+    i = 0
+    while i < len(body):
+        if body[i] == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt == "u" and i + 6 <= len(body):
+                out.append(chr(int(body[i + 2:i + 6], 16)))
+                offsets.append(i)
+                i += 6
+                continue
+            out.append(_SIMPLE_ESCAPES.get(nxt, nxt))
+            offsets.append(i)
+            i += 2
+            continue
+        out.append(body[i])
+        offsets.append(i)
+        i += 1
+    return "".join(out), offsets
+
+
+def read_json(text: str, path: str, checker: Checker) -> None:
+    """The PromQL of every ``expr``/``query`` string and each target's forced minimum step."""
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        checker.add("unreadable-json", Severity.WARNING, (exc.lineno, exc.colno), path,
+                    f"not readable as JSON ({exc.msg}); not checked")
+        return
+    whole = Snippet.whole(path, text)
+    for m in _KEYED_STRING.finditer(text):
+        decoded, offsets = decode_with_offsets(m.group(2))
+        base = m.start(2)
+        if m.group(1) == "interval":
+            seconds = duration_seconds(decoded) if re.fullmatch(r"[\d.]+(?:ms|[smhdwy])?(?:\d+(?:ms|[smhdwy]))*",
+                                                                 decoded) else 0.0
+            if seconds > MAX_QUERY_STEP_SECONDS:
+                checker.add("query-step-over-30s", Severity.ERROR, whole.position(base), f"interval {decoded}",
+                            f"the target's minimum step (interval) {decoded} = {seconds:g} s > "
+                            f"{MAX_QUERY_STEP_SECONDS:g} s: a 15 s scrape against a 120 s step samples one "
+                            "in eight; use 30 s or less (and no longer than the scrape interval)")
+            continue
+        places = tuple(whole.position(base + o) for o in offsets)
+        checker.queries(Snippet(path, decoded, places[:1] or (whole.position(base),), places), step_forms=False)

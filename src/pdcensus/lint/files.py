@@ -11,6 +11,7 @@ its first 8 KiB is binary and skipped. A file named on the command line is alway
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Callable, Collection, Iterator
@@ -20,8 +21,7 @@ from pdcensus.advice.flags import FlagSchema
 from pdcensus.advice.pinned import load_pinned
 from pdcensus.errors import UsageError
 from pdcensus.lint.checks import Checker
-from pdcensus.lint.dashboards import read_json
-from pdcensus.lint.deploy import DeployReader
+from pdcensus.lint.deploy import DeployReader, read_json
 from pdcensus.lint.markdown import read_markdown
 from pdcensus.lint.model import FileKind, Finding, LintReport, Snippet
 from pdcensus.lint.shell_read import ShellReader
@@ -105,7 +105,8 @@ def lint_text(text: str, path: str, kind: FileKind, schema: FlagSchema,
         }
         for alias, name in (("yml", "yaml"), ("containerfile", "dockerfile"), ("ini", "systemd")):
             nested[alias] = nested[name]
-        readers = {lang: (lambda s, r=read: _nested(s, checker, r)) for lang, read in nested.items()}
+        readers: dict[str, Callable[[Snippet], None]] = {
+            lang: functools.partial(_nested, checker=checker, read=read) for lang, read in nested.items()}
         read_markdown(text, path, checker, shell, readers)
     elif kind is FileKind.SHELL:
         whole = Snippet.whole(path, text)

@@ -4,16 +4,17 @@ Serve scripts hide the flags a runbook warns about: ``ARGS="$ARGS --prefill-inte
 ``args+=(--checkpoint-policy tip-only)``, ``${DEBUG:+--prefill-span 4}``, continuation
 lines. Every finding needs the word's line and column, so the tokenizer must keep offsets.
 
-Which tokenizer, measured on the lint tests' shell corpus (``bench/lint_shell_corpus.py``:
-the serve scripts, the runbooks' code blocks and the deployment files' shell forms, 31
-scripts): ``bashlex`` 0.18 (the one bash parser on the index) raised on 9 of them
-(arrays ``args+=(...)``, ``[[ ... ]]``, ``case`` arms with ``;;`` inside ``$(...)``), is
-GPL-3.0 (this project is Apache-2.0) and has had no release since 2023-01. ``shlex`` in
-POSIX mode reads quoting exactly but gives no offsets and splits ``$(a b)`` and
-``${X:+--flag v}`` into several words. So words are found here (quotes, ``\\`` escapes and
-continuations, ``$(...)``, ``$((...))``, ``${...}``, backticks, ``NAME=(...)`` arrays,
-comments, redirections, heredoc bodies), and each literal word's value is unquoted by
-:func:`shlex.split` in POSIX mode; a word holding an expansion keeps it as written.
+Which tokenizer, measured by ``bench/lint_shell_corpus.py`` on the lint tests' shell corpus
+(16 snippets: the three serve scripts, the runbooks' shell blocks, the deployment fixtures'
+``sh -c`` and shell-form lines): ``bashlex`` 0.18, the one bash parser among Python packages, raised
+on 3 of 16, and those 3 are exactly the serve scripts (``args=(...)``/``args+=(...)`` arrays:
+"unexpected token '('"); it is also GPL-3.0 (this project is Apache-2.0) with no release since
+2023-01. ``shlex`` in POSIX mode reads quoting exactly but gives no offsets, and it cut a
+``${X:+--flag v}`` or ``$(...)`` word into pieces in 2 of 16. So words are found here (quotes,
+``\\`` escapes and continuations, ``$(...)``, ``$((...))``, ``${...}``, backticks,
+``NAME=(...)`` arrays, comments, redirections, heredoc bodies; none of the 16 raised), and a
+literal word's value is unquoted by :func:`shlex.split` in POSIX mode; a word holding an
+expansion keeps it as written.
 """
 
 from __future__ import annotations

@@ -36,7 +36,8 @@ def logical_lines(text: str, comment: str = "#") -> list[tuple[int, str, Snippet
     i = 0
     while i < len(lines):
         first = i
-        pieces, origins = [], []
+        pieces: list[str] = []
+        origins: list[tuple[int, int]] = []
         while True:
             raw = lines[i]
             if pieces and raw.lstrip().startswith(comment):
