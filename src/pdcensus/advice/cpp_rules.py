@@ -318,7 +318,7 @@ def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
                 continue
             bound: Expr = (op, ("flag", flag), ("num", value))
             refusals.append(Refusal(bound, tok.line, msg,
-                                    f"line {tok.line} ({tok.text}, refusing at line {line})"))
+                                    f"{tok.text} call at line {tok.line}, bound at line {line},"))
     return refusals
 
 

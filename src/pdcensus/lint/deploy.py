@@ -41,6 +41,7 @@ from pdcensus.lint.promql import MAX_QUERY_STEP_SECONDS, duration_seconds
 from pdcensus.lint.shell import Word, tokenize
 from pdcensus.lint.shell_read import Arg, ShellReader
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when the wheel has it: same nodes and marks
 _CONTAINER_KEYS = {"containers", "initContainers", "ephemeralContainers"}
 
 
@@ -99,7 +100,7 @@ class DeployReader:
 
     def read(self, text: str) -> None:
         try:
-            documents = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+            documents = list(yaml.compose_all(text, Loader=_LOADER))
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             at = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)

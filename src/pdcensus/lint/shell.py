@@ -19,6 +19,7 @@ expansion keeps it as written.
 
 from __future__ import annotations
 
+import functools
 import re
 import shlex
 from dataclasses import dataclass
@@ -59,6 +60,7 @@ class Heredoc:
 Token = Word | Op | Heredoc
 
 
+@functools.lru_cache(maxsize=4096)
 def unquote(raw: str) -> str:
     """The word's value after quote removal; expansions (``$X``, ``$(...)``) stay as written."""
     raw = raw.replace("\\\n", "")  # a line continuation inside a word joins its halves
