@@ -144,3 +144,35 @@ def test_a_directory_holding_core_config_cpp_is_a_source(tmp_path: Path) -> None
     (tmp_path / "core").mkdir()
     (tmp_path / "core" / "config.cpp").write_bytes(XMACRO.read_bytes())
     assert load_pinned(str(tmp_path)).description.endswith("core/config.cpp")
+
+
+STYLES = Path(__file__).parent / "data" / "sources"
+BAD_ARM = "radiance serve --prefill-interleave 17 --checkpoint-policy keepall --max-num-batched-tokens 10\n"
+GOOD_ARM = "radiance serve --prefill-interleave 2 --checkpoint-policy tip-only --max-num-batched-tokens 4096\n"
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [pytest.param("gflags.cpp", {("value-out-of-bounds", "--prefill-interleave 17")}, id="gflags-validator"),
+     pytest.param("absl.cpp", {("unknown-enum-value", "--checkpoint-policy keepall"),
+                               ("value-out-of-bounds", "--max-num-batched-tokens 10")}, id="abseil"),
+     pytest.param("cli11.cpp", {("value-out-of-bounds", "--prefill-interleave 17"),
+                                ("unknown-enum-value", "--checkpoint-policy keepall")}, id="cli11-checks"),
+     pytest.param("getopt.c", {("unknown-enum-value", "--checkpoint-policy keepall")}, id="getopt-long")],
+)
+def test_flag_library_declarations_yield_flags_members_and_bounds(tmp_path: Path, name: str,
+                                                                  expected: set[tuple[str, str]]) -> None:
+    """What each library's source states is checked; what it does not state is never guessed."""
+    bad, good = tmp_path / "bad.sh", tmp_path / "good.sh"
+    bad.write_text(BAD_ARM)
+    good.write_text(GOOD_ARM)
+    source = str(STYLES / name)
+    assert {(f.rule, f.subject) for f in lint_paths([str(bad)], source).findings} == expected
+    assert lint_paths([str(good)], source).findings == ()
+    assert {"--prefill-interleave", "--checkpoint-policy", "--max-num-batched-tokens"} <= set(load_schema(source).flags)
+
+
+def test_a_gflags_source_accepts_both_spellings_of_a_declared_name() -> None:
+    schema = load_schema(STYLES / "gflags.cpp")
+    assert "--prefill_interleave" in schema and "--prefill-interleave" in schema
+    assert schema.flags["--prefill-interleave"].default == "0" and schema.flags["--enable-prefix-cache"].argument == ""

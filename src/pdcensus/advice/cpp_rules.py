@@ -169,13 +169,18 @@ class _Parser:
                 and self.toks[self.at + 1].kind is TokenKind.IDENT:
             chain.append(self.toks[self.at + 1].text)
             self.at += 2
-        if self.peek() == "(":  # a call: unknown, except an accessor such as .value()
-            depth = 0
+        if self.peek() == "(":  # a call: unknown, except an accessor such as .value() or GetFlag(FLAGS_x)
+            start, depth = self.at, 0
             while self.at < len(self.toks):
                 depth += {"(": 1, ")": -1}.get(self.toks[self.at].text, 0)
                 self.at += 1
                 if depth == 0:
                     break
+            args = [t.text for t in self.toks[start + 1:self.at - 1]]
+            simple = bool(args) and len(args) % 2 == 1 and all(re.fullmatch(r"\w+|\.|->|::", a) for a in args)
+            flag_arg = self.to_flag(args[-1]) if simple else None
+            if flag_arg is not None:
+                return ("flag", flag_arg)
             if chain[-1] in {"value", "get", "count"} and len(chain) > 1:
                 chain.pop()
             else:
@@ -186,6 +191,12 @@ class _Parser:
             return ("num", self.constants[chain[-1]])
         flag = self.to_flag(chain[-1])
         return ("flag", flag) if flag is not None else ("name", chain[-1])
+
+
+def _with_bindings(local: Mapping[str, str], to_flag: Callable[[str], str | None]) -> Callable[[str], str | None]:
+    def resolve(ident: str) -> str | None:
+        return local.get(ident) or to_flag(ident)
+    return resolve
 
 
 def _matching(tokens: list[Token], open_at: int) -> int:
@@ -258,10 +269,19 @@ def _message(body: list[Token]) -> str:
 
 
 def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
-                  flag_of_statement: Callable[[int], str | None]) -> list[Refusal]:
-    """Every refusal of the source: direct conditions over flags, then helper bounds at calls."""
+                  flag_of_statement: Callable[[int], str | None],
+                  bindings: Mapping[str, Mapping[str, str]] | None = None) -> list[Refusal]:
+    """Every refusal of the source: direct conditions over flags, then helper bounds at calls.
+
+    ``bindings`` names validator functions whose value parameter stands for a flag
+    (gflags' ``DEFINE_validator``): ``{function: {"": flag}}`` binds the last parameter.
+    """
     constants = _constants(tokens)
     functions = _functions(tokens)
+    bound_params: dict[int, dict[str, str]] = {}
+    for name, params, lo, _hi, _open in functions:
+        if bindings and name in bindings and params:
+            bound_params[lo] = {params[-1]: bindings[name][""]} if "" in bindings[name] else dict(bindings[name])
     refusals: list[Refusal] = []
     helper_bounds: dict[str, list[tuple[int, str, int, str]]] = {}  # func -> (param, op, line, message)
     for i, tok in enumerate(tokens):
@@ -273,13 +293,14 @@ def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
         body = tokens[lo:hi + 1]
         if not _is_refusal(body):
             continue
-        cond = _Parser(tokens[i + 2:close], to_flag, constants).parse()
+        owner = next((f for f in functions if f[2] < i < f[3]), None)
+        local = bound_params.get(owner[2], {}) if owner is not None else {}
+        cond = _Parser(tokens[i + 2:close], _with_bindings(local, to_flag), constants).parse()
         if cond is None:
             continue
         if _flags_in(cond):
             refusals.append(Refusal(cond, tok.line, _message(body), f"validator line {tok.line}"))
             continue
-        owner = next((f for f in functions if f[2] < i < f[3]), None)
         if owner is None or cond[0] not in _CMP:
             continue
         a, b = cond[1], cond[2]

@@ -28,11 +28,13 @@ from enum import Enum
 
 from pdcensus.advice.cpp_rules import Refusal, read_refusals
 from pdcensus.advice.cpp_tables import macro_rows, table_members
-from pdcensus.advice.cpp_text import Token, TokenKind, enclosing_group, group_items, tokenize
+from pdcensus.advice.cpp_decls import cli11_checks, macro_declarations
+from pdcensus.advice.cpp_text import (
+    FLAG_RE as FLAG_RE, WHOLE_FLAG as _WHOLE_FLAG, Token, TokenKind, enclosing_group, flag_mentions as _flag_mentions, group_items,
+    ident_flag as _ident_flag, kebab as _kebab, tokenize,
+)
 from pdcensus.errors import DataError
 
-FLAG_RE = re.compile(r"--[a-z0-9][a-z0-9-]*[a-z0-9]")
-_WHOLE_FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*[a-z0-9]$")
 _MEMBER = r"[`'\"]?([A-Za-z0-9<](?:[A-Za-z0-9_.+<>-]*[A-Za-z0-9_+>])?)[`'\"]?"
 _SEP = r"(?:\s*[,|/]\s*(?:or\s+|and\s+)?|\s+or\s+|\s+and\s+)"
 _STOP_WORDS = {"got", "but", "was", "found", "received", "saw", "not", "is", "instead"}
@@ -178,19 +180,14 @@ def _argument_members(argument: str) -> tuple[tuple[str, ...], bool]:
     return (), bool(word) and is_numeric_placeholder(word)
 
 
-def _kebab(identifier: str) -> str:
-    ident = re.sub(r"^(?:k(?=[A-Z])|FLAGS_|flag_|opt_|kFlag)", "", identifier)
-    ident = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", ident)
-    return "--" + ident.lower().replace("_", "-")
-
-
 def _help_rows(tokens: list[Token]) -> dict[str, FlagSpec]:
     rows: dict[str, FlagSpec] = {}
     for i, tok in enumerate(tokens):
         is_literal_flag = tok.kind is TokenKind.STRING and _WHOLE_FLAG.match(tok.text)
         is_macro_ident = (tok.kind is TokenKind.IDENT and i >= 2 and tokens[i - 1].text == "("
                           and tokens[i - 2].kind is TokenKind.IDENT
-                          and re.search(r"FLAG|OPTION|OPT\b", tokens[i - 2].text) is not None)
+                          and re.search(r"FLAG|OPTION|OPT\b", tokens[i - 2].text) is not None
+                          and tokens[i - 2].text not in {"ABSL_FLAG", "ABSL_RETIRED_FLAG"})
         if not (is_literal_flag or is_macro_ident):
             continue
         group = enclosing_group(tokens, i)
@@ -227,7 +224,8 @@ def _help_rows(tokens: list[Token]) -> dict[str, FlagSpec]:
         elif seen_flag and positional:
             if len(positional) == 1:
                 only = positional[0]
-                argument, help_text = ("", only) if " " in only else (only, "")
+                metavar = re.fullmatch(r"[A-Z0-9_<>\[\]{}.-]+|\S*[|,]\S*", only) is not None
+                argument, help_text = (only, "") if metavar else ("", only)
             else:
                 argument, help_text = positional[0], " ".join(positional[1:])
             default = None
@@ -255,29 +253,6 @@ def _flag_in_prose(text: str, known: Mapping[str, object]) -> str | None:
     return None
 
 
-def _ident_flag(identifier: str, known: set[str]) -> str | None:
-    """The known flag an identifier names (``checkpoint_policy``, ``checkpointPolicyKind``)."""
-    kebab = _kebab(identifier)
-    if kebab in known:
-        return kebab
-    prefixes = [f for f in known if kebab.startswith(f + "-")]
-    return max(prefixes, key=len) if prefixes else None
-
-
-def _flag_mentions(tokens: list[Token], known: set[str]) -> list[tuple[int, str]]:
-    mentions: list[tuple[int, str]] = []
-    for i, tok in enumerate(tokens):
-        if tok.kind is TokenKind.STRING:
-            for m in FLAG_RE.finditer(tok.text):
-                if m.group(0) in known:
-                    mentions.append((i, m.group(0)))
-        elif tok.kind is TokenKind.IDENT:
-            flag = _ident_flag(tok.text, known)
-            if flag is not None:
-                mentions.append((i, flag))
-    return mentions
-
-
 def _flag_of_statement(tokens: list[Token], index: int, known: set[str]) -> str | None:
     """The one flag a statement names (``if (flag == "--port") return parse_int(...)``)."""
     lo, hi = _statement(tokens, index)
@@ -299,6 +274,10 @@ def parse_config_source(text: str, source: str = "<config.cpp>") -> FlagSchema:
             rows[flag] = FlagSpec(flag, argument, help_text, line, members,
                                   f"help table line {line}" if members else "", integer,
                                   default_m.group(1).strip() if default_m else None)
+    declared, bindings = macro_declarations(tokens)
+    for d in declared:
+        if d.name not in rows:
+            rows[d.name] = FlagSpec(d.name, d.argument, d.help, d.line, accepts_integer=d.integer, default=d.default)
     for tok in tokens:  # a flag the parser compares against is a flag it accepts
         if tok.kind is TokenKind.STRING and _WHOLE_FLAG.match(tok.text) and tok.text not in rows:
             rows[tok.text] = FlagSpec(tok.text, line=tok.line)
@@ -320,14 +299,19 @@ def parse_config_source(text: str, source: str = "<config.cpp>") -> FlagSchema:
                     continue  # the first validator string wins; later ones repeat it
                 rows[flag] = replace(spec, choices=values, choices_origin=f"validator line {tok.line}",
                                      accepts_integer=integer)
-    for flag, (members, line) in table_members(tokens, mentions).items():
+    cli11 = cli11_checks(tokens, known)
+    for flag, (members, line) in {**table_members(tokens, mentions), **cli11.members}.items():
         if not rows[flag].choices_origin.startswith("validator"):
             rows[flag] = replace(rows[flag], choices=members, choices_origin=f"validator table line {line}")
+    for flag, default in cli11.defaults.items():
+        rows[flag] = replace(rows[flag], default=default)
+    for flag in cli11.options - {f for f, spec in rows.items() if spec.argument}:
+        rows[flag] = replace(rows[flag], argument="VALUE")
     if not rows:
         raise DataError(f"{source}: no flag found (expected a help table of \"--flag\" string "
                         "literals, or --help text)")
     refusals = read_refusals(tokens, lambda ident: _ident_flag(ident, known),
-                             lambda index: _flag_of_statement(tokens, index, known))
+                             lambda index: _flag_of_statement(tokens, index, known), bindings) + cli11.refusals
     return FlagSchema(dict(sorted(rows.items())), source, SchemaKind.CPP_SOURCE, tuple(unattached),
                       tuple(refusals))
 
