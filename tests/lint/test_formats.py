@@ -31,6 +31,12 @@ EXPECTED: dict[str, set[tuple[str, int]]] = {
     "radiance.service": {("unknown-enum-value", 6), ("cross-flag-rule", 10)},
     "radiance.container": {("unknown-enum-value", 7)},
     "rules.yaml": {("diluted-mean-step", 6), ("rate-over-instant-depth", 10)},
+    "ansible.yml": {("unknown-enum-value", 6)},
+    "workflow.yml": {("value-out-of-bounds", 7)},
+    "values.yaml": {("unknown-enum-value", 4), ("value-out-of-bounds", 7)},
+    "kustomize-patch.yaml": {("value-out-of-bounds", 3)},
+    "compose_folded.yaml": {("unknown-enum-value", 6)},
+    "Dockerfile.sh-c": {("unknown-enum-value", 2)},
     "dashboard.json": {("latency-under-radiance", 11), ("query-step-over-30s", 17), ("query-step-over-30s", 19),
                        ("query-step-over-30s", 20)},
 }
@@ -41,7 +47,7 @@ def _anchor(finding: Finding) -> str:
     subject = finding.subject
     if subject.startswith("--"):
         words = subject.split(",")[0].split()
-        return words[-1]
+        return words[-1].lstrip("\\\"")
     if subject.startswith("interval "):
         return subject.split()[1]
     return subject.removesuffix("...")
@@ -49,7 +55,7 @@ def _anchor(finding: Finding) -> str:
 
 def _at(path: Path, finding: Finding) -> str:
     line = path.read_text(encoding="utf-8").split("\n")[finding.line - 1]
-    return line[finding.col - 1:]
+    return line[finding.col - 1:].lstrip("\\\"")
 
 
 @pytest.mark.parametrize("name", sorted(EXPECTED))

@@ -146,7 +146,7 @@ def test_a_directory_holding_core_config_cpp_is_a_source(tmp_path: Path) -> None
     assert load_pinned(str(tmp_path)).description.endswith("core/config.cpp")
 
 
-STYLES = Path(__file__).parent / "data" / "sources"
+STYLES = Path(__file__).parent.parent / "fixtures" / "config_styles"
 BAD_ARM = "radiance serve --prefill-interleave 17 --checkpoint-policy keepall --max-num-batched-tokens 10\n"
 GOOD_ARM = "radiance serve --prefill-interleave 2 --checkpoint-policy tip-only --max-num-batched-tokens 4096\n"
 

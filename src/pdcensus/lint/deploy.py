@@ -15,7 +15,9 @@ objects, so no tag runs code. What is read:
   or a list, ``environment`` as a map or a ``KEY=VALUE`` list;
 * anywhere else: a ``RADIANCE_*`` key (ConfigMap data, Helm values), and any ``expr`` or
   ``query`` string (alerting and recording rules, PrometheusRule objects) for the PromQL
-  traps, with the runbook's queries' rules.
+  traps, with the runbook's queries' rules;
+* and any other list or string that passes a flag the pinned build declares: Helm values'
+  ``extraArgs``, a kustomize patch's ``value``, an Ansible ``command:``, a CI ``run: |`` step.
 
 Grafana dashboards (JSON) keep a panel target's PromQL in ``"expr"``, a templating variable's
 in ``"query"``, and a forced minimum step in ``"interval"`` (``"2m"``: no step under two
@@ -34,6 +36,7 @@ from collections.abc import Iterator
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from pdcensus.advice.flags import FLAG_RE
 from pdcensus.advice.model import Severity
 from pdcensus.lint.checks import Checker, FlagUse
 from pdcensus.lint.model import Snippet
@@ -45,13 +48,29 @@ _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when the whee
 _CONTAINER_KEYS = {"containers", "initContainers", "ephemeralContainers"}
 
 
-def _scalar_snippet(node: ScalarNode, path: str, file_lines: list[str]) -> Snippet:
+def _scalar_snippet(node: ScalarNode, whole: Snippet) -> Snippet:
+    """The scalar's value, each character placed at its file line and column.
+
+    A one-line plain or quoted scalar is its mark plus an offset. A block, folded, multi-line or
+    escaped scalar is aligned to the raw text between its marks: each non-blank character of
+    the value is the next equal character there, so folding, indentation and escapes move no
+    finding off its line."""
     line, col = node.start_mark.line + 1, node.start_mark.column + 1
-    if node.style in {"|", ">"}:
-        return Snippet.found_in(path, node.value, file_lines, line + 1)
-    if "\n" in node.value or node.style in {'"', "'"} and "\\" in node.value:
-        return Snippet.found_in(path, node.value, file_lines, line)
-    return Snippet.at(path, node.value, line, col + (1 if node.style in {'"', "'"} else 0))
+    quoted = 1 if node.style in {'"', "'"} else 0
+    if node.style not in {"|", ">"} and "\n" not in node.value and not (quoted and "\\" in node.value):
+        raw = whole.text[node.start_mark.index + quoted:node.start_mark.index + quoted + len(node.value)]
+        if raw == node.value:
+            return Snippet.at(whole.path, node.value, line, col + quoted)
+    start, end = node.start_mark.index, node.end_mark.index
+    places, j = [], start
+    for char in node.value:
+        if not char.isspace():
+            while j < end and whole.text[j] != char:
+                j += 1
+        places.append(whole.position(min(j, max(start, end - 1))))
+        if not char.isspace():
+            j += 1
+    return Snippet(whole.path, node.value, tuple(places[:1]) or ((line, col),), tuple(places))
 
 
 def _get(node: MappingNode, key: str) -> Node | None:
@@ -68,11 +87,11 @@ class DeployReader:
         self.checker = checker
         self.shell = shell
         self.path = path
-        self.file_lines = text.split("\n")
+        self.whole = Snippet.whole(path, text)
         self.done: set[int] = set()
 
     def arg(self, node: ScalarNode) -> Arg:
-        snippet = _scalar_snippet(node, self.path, self.file_lines)
+        snippet = _scalar_snippet(node, self.whole)
         return Arg(node.value, snippet, 0, literal=node.value)
 
     def argv(self, node: Node | None, split: bool = False) -> list[Arg]:
@@ -82,7 +101,7 @@ class DeployReader:
         if isinstance(node, ScalarNode) and node.value:
             if not split:
                 return [self.arg(node)]
-            snippet = _scalar_snippet(node, self.path, self.file_lines)
+            snippet = _scalar_snippet(node, self.whole)
             return [Arg(w.raw, snippet, w.start) for w in tokenize(snippet.text) if isinstance(w, Word)]
         return []
 
@@ -91,7 +110,7 @@ class DeployReader:
             return
         at = (name.start_mark.line + 1, name.start_mark.column + 1)
         if isinstance(value, ScalarNode):
-            snippet = _scalar_snippet(value, self.path, self.file_lines)
+            snippet = _scalar_snippet(value, self.whole)
             use = self.checker.env(name.value, value.value, at, snippet.position(0))
         else:
             use = self.checker.env(name.value, None, at, None)
@@ -160,7 +179,7 @@ class DeployReader:
             self.done.add(id(environment))
             for item in environment.value:
                 if isinstance(item, ScalarNode) and "=" in item.value:
-                    snippet = _scalar_snippet(item, self.path, self.file_lines)
+                    snippet = _scalar_snippet(item, self.whole)
                     name, _, value = item.value.partition("=")
                     use = self.checker.env(name, value, snippet.position(0), snippet.position(len(name) + 1))
                     if use is not None:
@@ -174,7 +193,10 @@ class DeployReader:
             self.shell.image_argv(command, env, image.value if isinstance(image, ScalarNode) else "")
 
     def leftovers(self, doc: Node) -> None:
-        """``RADIANCE_*`` keys and ``expr``/``query`` strings outside containers and services."""
+        """Outside containers and services: ``RADIANCE_*`` keys, ``expr``/``query`` strings, and
+        argv held elsewhere (Helm values ``extraArgs``, a kustomize patch ``value``, an Ansible
+        ``command``, a CI ``run: |`` script) when it passes a flag the pinned build declares."""
+        queries: set[int] = set()
         for node in _walk(doc, skip=self.done):
             if not isinstance(node, MappingNode):
                 continue
@@ -185,8 +207,23 @@ class DeployReader:
                     uses: list[FlagUse] = []
                     self.env_pair(key, value, uses)
                     self.checker.invocation(uses)
+                    queries.add(id(value))
                 elif key.value in {"expr", "query"} and isinstance(value, ScalarNode):
-                    self.checker.queries(_scalar_snippet(value, self.path, self.file_lines), step_forms=False)
+                    self.checker.queries(_scalar_snippet(value, self.whole), step_forms=False)
+                    queries.add(id(value))
+        for node in _walk(doc, skip=self.done | queries):
+            if isinstance(node, SequenceNode) and any(isinstance(i, ScalarNode) and self._declared(i.value)
+                                                      for i in node.value):
+                self.done.update(id(i) for i in node.value)
+                self.shell.image_argv(self.argv(node), [])
+            elif isinstance(node, ScalarNode) and id(node) not in self.done and self._declared(node.value):
+                if any(c.isspace() for c in node.value.strip()):
+                    self.shell.read(_scalar_snippet(node, self.whole))
+                else:
+                    self.shell.image_argv([self.arg(node)], [])
+
+    def _declared(self, text: str) -> bool:
+        return any(m.group(0) in self.checker.schema for m in FLAG_RE.finditer(text))
 
 
 def _walk(node: Node, skip: set[int] | None = None) -> Iterator[Node]:

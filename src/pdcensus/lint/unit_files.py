@@ -22,6 +22,7 @@ import json
 import re
 
 from pdcensus.lint.checks import Checker, FlagUse
+from pdcensus.lint.deploy import decode_with_offsets
 from pdcensus.lint.model import Snippet
 from pdcensus.lint.shell import Word, tokenize
 from pdcensus.lint.shell_read import Arg, ShellReader
@@ -74,8 +75,12 @@ def _exec_form(snippet: Snippet, start: int) -> list[Arg] | None:
         return None
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
         return None
-    matches = list(_JSON_STRING.finditer(snippet.text, start))
-    return [Arg(v, snippet, m.start(1), literal=v) for v, m in zip(values, matches)]
+    args = []
+    for value, m in zip(values, _JSON_STRING.finditer(snippet.text, start)):
+        decoded, offsets = decode_with_offsets(m.group(1))
+        places = tuple(snippet.position(m.start(1) + o) for o in offsets) or (snippet.position(m.start(1)),)
+        args.append(Arg(value, Snippet(snippet.path, decoded, places[:1], places), 0, literal=value))
+    return args
 
 
 def read_dockerfile(text: str, path: str, checker: Checker, shell: ShellReader) -> None:
