@@ -37,6 +37,8 @@ EXPECTED: dict[str, set[tuple[str, int]]] = {
     "kustomize-patch.yaml": {("value-out-of-bounds", 3)},
     "compose_folded.yaml": {("unknown-enum-value", 6)},
     "Dockerfile.sh-c": {("unknown-enum-value", 2)},
+    "kserve.json": {("value-out-of-bounds", 4), ("unknown-enum-value", 5)},
+    "prompts.md": {("unknown-enum-value", 2), ("unknown-enum-value", 3)},
     "dashboard.json": {("latency-under-radiance", 11), ("query-step-over-30s", 17), ("query-step-over-30s", 19),
                        ("query-step-over-30s", 20)},
 }

@@ -200,6 +200,12 @@ class DeployReader:
         for node in _walk(doc, skip=self.done):
             if not isinstance(node, MappingNode):
                 continue
+            name = _get(node, "name")
+            if isinstance(name, ScalarNode) and name.value.startswith("RADIANCE_"):  # an env list item
+                pair: list[FlagUse] = []
+                self.env_pair(name, _get(node, "value"), pair)
+                self.checker.invocation(pair)
+                queries.add(id(_get(node, "value")))
             for key, value in node.value:
                 if not isinstance(key, ScalarNode):
                     continue

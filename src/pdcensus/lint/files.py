@@ -120,6 +120,8 @@ def lint_text(text: str, path: str, kind: FileKind, schema: FlagSchema,
         read_systemd(text, path, checker, shell)
     elif kind is FileKind.JSON:
         read_json(text, path, checker)
+        if re.search(r'"apiVersion"\s*:', text) and re.search(r'"kind"\s*:', text):  # kubectl -o json
+            DeployReader(checker, shell, path, text).read(text)
     shell.finish()
     return checker.sorted()
 

@@ -155,6 +155,15 @@ class ShellReader:
             self._flush_env(env)
             return
         program = args[i].value.rsplit("/", 1)[-1]
+        if program in {"$", "%"}:  # a prompt copied with the command
+            self.command(args[i + 1:], env)
+            return
+        if program == "kubectl" and "--" in [a.value for a in args[i:]] and args[i + 1:i + 2] \
+                and args[i + 1].value in {"run", "create", "debug"}:
+            values = [a.value for a in args[i:]]
+            image = next((v.split("=", 1)[1] for v in values if v.startswith("--image=")), None)
+            self.image_argv(args[i + values.index("--") + 1:], env, image)
+            return
         if program in {"export", "declare", "typeset", "local", "readonly"}:
             for arg in args[i + 1:]:
                 if is_assignment(arg.raw):
