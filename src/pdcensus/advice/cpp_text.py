@@ -17,6 +17,10 @@ from dataclasses import dataclass
 from enum import Enum
 
 
+FLAG_RE = re.compile(r"--[a-z0-9][a-z0-9-]*[a-z0-9]")
+WHOLE_FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*[a-z0-9]$")
+
+
 class TokenKind(str, Enum):
     STRING = "string"
     IDENT = "ident"
@@ -185,3 +189,34 @@ def group_items(tokens: list[Token], open_at: int, close_at: int) -> list[list[T
         else:
             items[-1].append(tok)
     return [item for item in items if item]
+
+
+def kebab(identifier: str) -> str:
+    """``checkpointPolicy``, ``kCheckpointPolicy``, ``FLAGS_checkpoint_policy`` -> ``--checkpoint-policy``."""
+    ident = re.sub(r"^(?:k(?=[A-Z])|FLAGS_|flag_|opt_|kFlag)", "", identifier)
+    ident = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", ident)
+    return "--" + ident.lower().replace("_", "-")
+
+
+def ident_flag(identifier: str, known: set[str]) -> str | None:
+    """The known flag an identifier names (``checkpoint_policy``, ``checkpointPolicyKind``)."""
+    spelled = kebab(identifier)
+    if spelled in known:
+        return spelled
+    prefixes = [f for f in known if spelled.startswith(f + "-")]
+    return max(prefixes, key=len) if prefixes else None
+
+
+def flag_mentions(tokens: list[Token], known: set[str]) -> list[tuple[int, str]]:
+    """``(token index, flag)`` of every known flag a literal or an identifier names."""
+    mentions: list[tuple[int, str]] = []
+    for i, tok in enumerate(tokens):
+        if tok.kind is TokenKind.STRING:
+            for m in FLAG_RE.finditer(tok.text):
+                if m.group(0) in known:
+                    mentions.append((i, m.group(0)))
+        elif tok.kind is TokenKind.IDENT:
+            flag = ident_flag(tok.text, known)
+            if flag is not None:
+                mentions.append((i, flag))
+    return mentions

@@ -25,13 +25,16 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
-from pathlib import Path
 
-from pdcensus.advice.cpp_text import Token, TokenKind, enclosing_group, group_items, tokenize
-from pdcensus.errors import DataError, UsageError
+from pdcensus.advice.cpp_rules import Refusal, read_refusals
+from pdcensus.advice.cpp_tables import macro_rows, table_members
+from pdcensus.advice.cpp_decls import cli11_checks, macro_declarations
+from pdcensus.advice.cpp_text import (
+    FLAG_RE as FLAG_RE, WHOLE_FLAG as _WHOLE_FLAG, Token, TokenKind, enclosing_group, flag_mentions as _flag_mentions, group_items,
+    ident_flag as _ident_flag, kebab as _kebab, tokenize,
+)
+from pdcensus.errors import DataError
 
-FLAG_RE = re.compile(r"--[a-z0-9][a-z0-9-]*[a-z0-9]")
-_WHOLE_FLAG = re.compile(r"^--[a-z0-9][a-z0-9-]*[a-z0-9]$")
 _MEMBER = r"[`'\"]?([A-Za-z0-9<](?:[A-Za-z0-9_.+<>-]*[A-Za-z0-9_+>])?)[`'\"]?"
 _SEP = r"(?:\s*[,|/]\s*(?:or\s+|and\s+)?|\s+or\s+|\s+and\s+)"
 _STOP_WORDS = {"got", "but", "was", "found", "received", "saw", "not", "is", "instead"}
@@ -126,6 +129,7 @@ class FlagSchema:
     source: str
     kind: SchemaKind
     unattached_enums: tuple[tuple[int, tuple[str, ...]], ...] = field(default=())
+    refusals: tuple[Refusal, ...] = field(default=())
 
     def __contains__(self, flag: object) -> bool:
         return flag in self.flags
@@ -176,19 +180,14 @@ def _argument_members(argument: str) -> tuple[tuple[str, ...], bool]:
     return (), bool(word) and is_numeric_placeholder(word)
 
 
-def _kebab(identifier: str) -> str:
-    ident = re.sub(r"^(?:k(?=[A-Z])|FLAGS_|flag_|opt_|kFlag)", "", identifier)
-    ident = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "_", ident)
-    return "--" + ident.lower().replace("_", "-")
-
-
 def _help_rows(tokens: list[Token]) -> dict[str, FlagSpec]:
     rows: dict[str, FlagSpec] = {}
     for i, tok in enumerate(tokens):
         is_literal_flag = tok.kind is TokenKind.STRING and _WHOLE_FLAG.match(tok.text)
         is_macro_ident = (tok.kind is TokenKind.IDENT and i >= 2 and tokens[i - 1].text == "("
                           and tokens[i - 2].kind is TokenKind.IDENT
-                          and re.search(r"FLAG|OPTION|OPT\b", tokens[i - 2].text) is not None)
+                          and re.search(r"FLAG|OPTION|OPT\b", tokens[i - 2].text) is not None
+                          and tokens[i - 2].text not in {"ABSL_FLAG", "ABSL_RETIRED_FLAG"})
         if not (is_literal_flag or is_macro_ident):
             continue
         group = enclosing_group(tokens, i)
@@ -225,7 +224,8 @@ def _help_rows(tokens: list[Token]) -> dict[str, FlagSpec]:
         elif seen_flag and positional:
             if len(positional) == 1:
                 only = positional[0]
-                argument, help_text = ("", only) if " " in only else (only, "")
+                metavar = re.fullmatch(r"[A-Z0-9_<>\[\]{}.-]+|\S*[|,]\S*", only) is not None
+                argument, help_text = (only, "") if metavar else ("", only)
             else:
                 argument, help_text = positional[0], " ".join(positional[1:])
             default = None
@@ -253,33 +253,31 @@ def _flag_in_prose(text: str, known: Mapping[str, object]) -> str | None:
     return None
 
 
-def _ident_flag(identifier: str, known: set[str]) -> str | None:
-    """The known flag an identifier names (``checkpoint_policy``, ``checkpointPolicyKind``)."""
-    kebab = _kebab(identifier)
-    if kebab in known:
-        return kebab
-    prefixes = [f for f in known if kebab.startswith(f + "-")]
-    return max(prefixes, key=len) if prefixes else None
-
-
-def _flag_mentions(tokens: list[Token], known: set[str]) -> list[tuple[int, str]]:
-    mentions: list[tuple[int, str]] = []
-    for i, tok in enumerate(tokens):
-        if tok.kind is TokenKind.STRING:
-            for m in FLAG_RE.finditer(tok.text):
-                if m.group(0) in known:
-                    mentions.append((i, m.group(0)))
-        elif tok.kind is TokenKind.IDENT:
-            flag = _ident_flag(tok.text, known)
-            if flag is not None:
-                mentions.append((i, flag))
-    return mentions
+def _flag_of_statement(tokens: list[Token], index: int, known: set[str]) -> str | None:
+    """The one flag a statement names (``if (flag == "--port") return parse_int(...)``)."""
+    lo, hi = _statement(tokens, index)
+    literal = {t.text for t in tokens[lo:hi] if t.kind is TokenKind.STRING and t.text in known}
+    if len(literal) == 1:
+        return literal.pop()
+    idents = {f for t in tokens[lo:hi] if t.kind is TokenKind.IDENT for f in [_ident_flag(t.text, known)] if f}
+    return idents.pop() if len(idents) == 1 and not literal else None
 
 
 def parse_config_source(text: str, source: str = "<config.cpp>") -> FlagSchema:
     """The schema of a ``core/config.cpp``-shaped source: help table + validator enums."""
     tokens = tokenize(text)
     rows = _help_rows(tokens)
+    for flag, (argument, help_text, line) in macro_rows(tokens).items():
+        if flag not in rows:
+            members, integer = _argument_members(argument)
+            default_m = _DEFAULT.search(help_text)
+            rows[flag] = FlagSpec(flag, argument, help_text, line, members,
+                                  f"help table line {line}" if members else "", integer,
+                                  default_m.group(1).strip() if default_m else None)
+    declared, bindings = macro_declarations(tokens)
+    for d in declared:
+        if d.name not in rows:
+            rows[d.name] = FlagSpec(d.name, d.argument, d.help, d.line, accepts_integer=d.integer, default=d.default)
     for tok in tokens:  # a flag the parser compares against is a flag it accepts
         if tok.kind is TokenKind.STRING and _WHOLE_FLAG.match(tok.text) and tok.text not in rows:
             rows[tok.text] = FlagSpec(tok.text, line=tok.line)
@@ -301,10 +299,21 @@ def parse_config_source(text: str, source: str = "<config.cpp>") -> FlagSchema:
                     continue  # the first validator string wins; later ones repeat it
                 rows[flag] = replace(spec, choices=values, choices_origin=f"validator line {tok.line}",
                                      accepts_integer=integer)
+    cli11 = cli11_checks(tokens, known)
+    for flag, (members, line) in {**table_members(tokens, mentions), **cli11.members}.items():
+        if not rows[flag].choices_origin.startswith("validator"):
+            rows[flag] = replace(rows[flag], choices=members, choices_origin=f"validator table line {line}")
+    for flag, default in cli11.defaults.items():
+        rows[flag] = replace(rows[flag], default=default)
+    for flag in cli11.options - {f for f, spec in rows.items() if spec.argument}:
+        rows[flag] = replace(rows[flag], argument="VALUE")
     if not rows:
         raise DataError(f"{source}: no flag found (expected a help table of \"--flag\" string "
                         "literals, or --help text)")
-    return FlagSchema(dict(sorted(rows.items())), source, SchemaKind.CPP_SOURCE, tuple(unattached))
+    refusals = read_refusals(tokens, lambda ident: _ident_flag(ident, known),
+                             lambda index: _flag_of_statement(tokens, index, known), bindings) + cli11.refusals
+    return FlagSchema(dict(sorted(rows.items())), source, SchemaKind.CPP_SOURCE, tuple(unattached),
+                      tuple(refusals))
 
 
 _BODY_QUALIFIERS = {"const", "noexcept", "override", "final"}
@@ -373,65 +382,3 @@ def _owners(tokens: list[Token], index: int, text: str, mentions: list[tuple[int
     wanted = set(members)
     return [flag for flag, spec in rows.items()
             if wanted and enum_lists(spec.argument) and wanted <= set(enum_lists(spec.argument)[0])][:1]
-
-
-_HELP_LINE = re.compile(
-    r"^\s{0,12}(?:-[A-Za-z0-9],?\s+)?(--[a-z0-9][a-z0-9-]*[a-z0-9])"
-    r"(?:[ =]((?:\{[^}]*\}|<[^>]*>|\[[^\]]*\]|[^\s]+)))?(?:\s{2,}(.*)|\s*$)"
-)
-
-
-def parse_help_text(text: str, source: str = "<--help>") -> FlagSchema:
-    """The schema in an engine's ``--help`` output (argparse or hand-aligned style)."""
-    rows: dict[str, FlagSpec] = {}
-    current: str | None = None
-    for number, raw in enumerate(text.splitlines(), start=1):
-        m = _HELP_LINE.match(raw)
-        if m:
-            name, argument, help_text = m.group(1), m.group(2) or "", m.group(3) or ""
-            rows[name] = FlagSpec(name, argument.strip("<>[]") if argument.startswith("<")
-                                  else argument, help_text.strip(), number)
-            current = name
-            continue
-        if current is not None and raw.strip() and raw[:1].isspace() and not raw.lstrip().startswith("-"):
-            spec = rows[current]
-            rows[current] = replace(spec, help=(spec.help + " " + raw.strip()).strip())
-        elif not raw.strip() or not raw[:1].isspace():
-            current = None
-    for name, spec in rows.items():
-        members, integer = _argument_members(spec.argument)
-        origin = f"--help line {spec.line}"
-        if not members:
-            from_help = enum_lists(spec.help)
-            if from_help:
-                members, more = _members_and_integer(from_help[0])
-                integer = integer or more
-        default_m = _DEFAULT.search(spec.help)
-        rows[name] = replace(spec, choices=members, choices_origin=origin if members else "",
-                             accepts_integer=integer,
-                             default=default_m.group(1).strip() if default_m else None)
-    if not rows:
-        raise DataError(f"{source}: no flag found (expected lines such as '  --flag ARG  help')")
-    return FlagSchema(dict(sorted(rows.items())), source, SchemaKind.HELP_TEXT)
-
-
-_CPP_SUFFIXES = {".c", ".cc", ".cpp", ".cxx", ".h", ".hh", ".hpp", ".hxx", ".inc", ".ipp"}
-
-
-def load_schema(path: str | Path) -> FlagSchema:
-    """Read a pinned source file (C++ or ``--help`` text), or a sim output dir's config.cpp."""
-    p = Path(path)
-    if p.is_dir():
-        candidates = [p / "config.cpp", p / "core" / "config.cpp"]
-        found = next((c for c in candidates if c.is_file()), None)
-        if found is None:
-            raise UsageError(f"{str(path)!r} is a directory without config.cpp or core/config.cpp; "
-                             "give the pinned source file (C++ or --help text)")
-        p = found
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise UsageError(f"cannot read pinned source {str(path)!r}: {exc.strerror or exc}") from None
-    looks_cpp = p.suffix.lower() in _CPP_SUFFIXES or (
-        p.suffix.lower() not in {".txt", ".help"} and re.search(r'"--[a-z]', text) is not None)
-    return parse_config_source(text, str(p)) if looks_cpp else parse_help_text(text, str(p))

@@ -1,7 +1,7 @@
 """`pdcensus lint`, `pdcensus verify-arm` and `pdcensus knobs`: advice commands.
 
-Each is one library call (``pdcensus.advice``) plus rendering. ``lint`` exits 0 when it
-ran, whatever it found, and 1 with ``--strict`` when any finding is an error;
+Each is one library call (``pdcensus.advice``, ``pdcensus.lint``) plus rendering. ``lint``
+exits 1 when any finding is an error (0 with ``--warn-only``), 2 on a usage error;
 ``verify-arm`` exits 0 whatever the verdict (the verdict is the output).
 """
 
@@ -20,27 +20,42 @@ from pdcensus.errors import UsageError
 
 @app.command()
 def lint(
-    runbook: Annotated[str, typer.Argument(help="Runbook to check (Markdown or shell).")],
-    source: Annotated[str, typer.Option("--source", help="Pinned source: core/config.cpp-shaped C++, --help text, "
-                                        "or a sim output dir (its config.cpp).")],
+    paths: Annotated[list[str], typer.Argument(help="Files and directories to check: runbooks (Markdown), serve "
+                                               "scripts, Kubernetes/Helm/compose YAML, Dockerfiles, systemd "
+                                               "units, rules files, Grafana dashboards.")],
+    source: Annotated[str, typer.Option("--source", help="Pinned source: core/config.cpp-shaped C++ or --help text, "
+                                        "a directory holding core/config.cpp (or a sim output dir), a git "
+                                        "repository (with --ref), or a source tarball.")],
+    ref: Annotated[Optional[str], typer.Option("--ref", help="Git tag or commit of --source to read "
+                                               "core/config.cpp from (git show REF:core/config.cpp).")] = None,
     metrics: Annotated[Optional[str], typer.Option("--metrics", help="A scrape or recording of the pinned build: "
                                                    "metric names it does not export are findings.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print {\"findings\": [...]} as JSON.")] = False,
-    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when any finding is an error.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    sarif: Annotated[bool, typer.Option("--sarif", help="Print the findings as a SARIF 2.1.0 log.")] = False,
+    warn_only: Annotated[bool, typer.Option("--warn-only", help="Exit 0 even when a finding is an error.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", hidden=True, help="Kept for old scripts: "
+                                         "exiting 1 on errors is the default.")] = False,
 ) -> None:
-    """Check a runbook's flags, enum values, metric names and PromQL against the pinned build."""
-    from pdcensus.advice.lint import lint_file
+    """Check what an arm deploys (flags, enum values, validator bounds, metric names, PromQL) against the pin.
 
-    report = lint_file(runbook, source, metrics)
-    if as_json:
-        typer.echo(json.dumps(report.to_dict(), indent=2))
+    Exit 1 when a finding is an error, 0 otherwise (--warn-only: always 0); 2 for usage errors.
+    """
+    from pdcensus.errors import UsageError
+    from pdcensus.lint.files import lint_paths
+    from pdcensus.lint.output import render_json, render_sarif, render_text, summary
+
+    if as_json and sarif:
+        raise UsageError("give --json or --sarif, not both")
+    report = lint_paths(paths, source, ref, metrics)
+    if sarif:
+        typer.echo(json.dumps(render_sarif(report), indent=2))
+    elif as_json:
+        typer.echo(render_json(report))
     else:
-        for f in report.findings:
-            typer.echo(f"{runbook}:{f.line}: {f.severity.value} [{f.rule}] {f.subject}: {f.message}")
-        errors = len(report.errors)
-        checked = "" if report.metrics_checked else " (metric names not checked: give --metrics)"
-        typer.echo(f"{len(report.findings)} finding(s), {errors} error(s) against {report.source}{checked}")
-    if strict and report.errors:
+        for line in render_text(report):
+            typer.echo(line)
+        typer.echo(summary(report), err=True)
+    if report.errors and not warn_only:
         # SystemExit, not typer.Exit: the app runs with standalone_mode=False, where click
         # returns an Exit's code instead of exiting with it.
         raise SystemExit(1)

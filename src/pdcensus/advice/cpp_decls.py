@@ -1,0 +1,182 @@
+"""Flags declared by the common C/C++ flag libraries, with the checks those libraries attach.
+
+A pinned source need not hold a hand-written help table. The declarations read here, each a
+library's documented form (gflags ``gflags/gflags.h`` 2.2; Abseil ``absl/flags/flag.h``
+LTS 2024-01; CLI11 ``CLI/Validators.hpp`` 2.4; glibc ``getopt_long(3)``):
+
+* gflags ``DEFINE_int32(name, default, "help")`` (``bool``, ``int32``, ``int64``, ``uint32``,
+  ``uint64``, ``double``, ``string``) and ``DEFINE_validator(name, &Fn)``: ``Fn``'s value
+  parameter stands for the flag, so its ``if (value < 0 ...) return false`` becomes a bound;
+* Abseil ``ABSL_FLAG(type, name, default, "help")``; ``absl::GetFlag(FLAGS_name)`` in a
+  validator reads as the flag (see :mod:`pdcensus.advice.cpp_rules`);
+* CLI11 ``add_option("--name", var, "help")`` with its chained ``->check(CLI::Range(a, b))``,
+  ``CLI::PositiveNumber``, ``CLI::NonNegativeNumber``, ``CLI::IsMember({...})`` and
+  ``->default_val(v)``;
+* ``struct option`` tables for ``getopt_long`` (``{"name", required_argument, 0, 'n'}``).
+
+A flag declared by an identifier is spelled with dashes (``prefill_interleave`` is
+``--prefill-interleave``), the runbooks' spelling; both spellings are accepted for these.
+Nothing is compiled; every declaration keeps its line.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pdcensus.advice.cpp_rules import Expr, Refusal
+from pdcensus.advice.cpp_text import Token, TokenKind, group_items
+
+_GFLAGS = re.compile(r"^DEFINE_(bool|int32|int64|uint32|uint64|double|string)$")
+_ABSL = {"ABSL_FLAG", "ABSL_RETIRED_FLAG"}
+_INTEGER_TYPES = re.compile(r"^(?:u?int(?:8|16|32|64)?(?:_t)?|long|short|size_t|unsigned|signed)$")
+_GETOPT_ARG = {"required_argument": "ARG", "optional_argument": "[ARG]", "no_argument": "",
+               "1": "ARG", "2": "[ARG]", "0": ""}
+_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]*[a-z0-9]$")
+
+
+@dataclass(frozen=True)
+class Declared:
+    """One flag as a flag library declares it."""
+
+    name: str
+    argument: str
+    help: str
+    line: int
+    default: str | None = None
+    integer: bool = False
+    choices: tuple[str, ...] = ()
+
+
+def _strings(item: list[Token]) -> str:
+    return "".join(t.text for t in item if t.kind is TokenKind.STRING)
+
+
+def _close(tokens: list[Token], open_at: int) -> int:
+    depth = tokens[open_at].depth
+    for j in range(open_at + 1, len(tokens)):
+        if tokens[j].depth == depth and tokens[j].text == ")":
+            return j
+    return len(tokens) - 1
+
+
+def _default(item: list[Token]) -> str | None:
+    if len(item) == 1 and item[0].kind in {TokenKind.NUMBER, TokenKind.STRING}:
+        return item[0].text
+    if len(item) == 2 and item[0].text == "-" and item[1].kind is TokenKind.NUMBER:
+        return "-" + item[1].text
+    return None
+
+
+def macro_declarations(tokens: list[Token]) -> tuple[list[Declared], dict[str, dict[str, str]]]:
+    """gflags/Abseil/getopt declarations, and ``{validator function: {parameter: flag}}``."""
+    found: list[Declared] = []
+    bindings: dict[str, dict[str, str]] = {}
+    for i, tok in enumerate(tokens[:-1]):
+        if tok.kind is not TokenKind.IDENT or tokens[i + 1].text != "(":
+            continue
+        gflags = _GFLAGS.match(tok.text)
+        if gflags is None and tok.text not in _ABSL and tok.text != "DEFINE_validator":
+            continue
+        items = group_items(tokens, i + 1, _close(tokens, i + 1))
+        if tok.text == "DEFINE_validator" and len(items) == 2:
+            fn = [t.text for t in items[1] if t.kind is TokenKind.IDENT]
+            if fn:
+                bindings[fn[-1]] = {"": "--" + items[0][0].text.replace("_", "-")}
+            continue
+        if gflags is not None and len(items) >= 3:
+            kind, name_item, default_item, help_item = gflags.group(1), items[0], items[1], items[-1]
+        elif tok.text in _ABSL and len(items) >= 4:
+            idents = [t.text for t in items[0] if t.kind is TokenKind.IDENT]
+            kind, name_item, default_item, help_item = (idents or [""])[-1], items[1], items[2], items[-1]
+        else:
+            continue
+        if len(name_item) != 1 or name_item[0].kind is not TokenKind.IDENT:
+            continue
+        integer = bool(_INTEGER_TYPES.match(kind.replace("std :: ", "")))
+        argument = "" if kind == "bool" else ("N" if integer else kind.upper())
+        for name in dict.fromkeys((name_item[0].text.replace("_", "-"), name_item[0].text)):
+            found.append(Declared("--" + name, argument, _strings(help_item), tok.line, _default(default_item),
+                                  integer))
+    for i, tok in enumerate(tokens[:-2]):  # getopt_long: {"name", required_argument, flag, val}
+        if tok.text != "{" or tokens[i + 1].kind is not TokenKind.STRING or not _NAME.match(tokens[i + 1].text):
+            continue
+        close = i + 1
+        while close < len(tokens) and not (tokens[close].text == "}" and tokens[close].depth == tok.depth):
+            close += 1
+        items = group_items(tokens, i, close)
+        if len(items) == 4 and len(items[1]) == 1 and items[1][0].text in _GETOPT_ARG:
+            found.append(Declared("--" + tokens[i + 1].text, _GETOPT_ARG[items[1][0].text], "", tok.line))
+    return found, bindings
+
+
+@dataclass
+class Cli11:
+    """What CLI11 calls add to the declared flags: refusals, members, defaults, value-taking options."""
+
+    refusals: list[Refusal]
+    members: dict[str, tuple[tuple[str, ...], int]]
+    defaults: dict[str, str]
+    options: set[str]
+
+
+def cli11_checks(tokens: list[Token], known: set[str]) -> Cli11:
+    """CLI11 ``->check(...)``/``->default_val(...)`` chains after ``add_option("--flag", ...)``."""
+    refusals: list[Refusal] = []
+    members: dict[str, tuple[tuple[str, ...], int]] = {}
+    defaults: dict[str, str] = {}
+    options: set[str] = set()
+    for i, tok in enumerate(tokens[:-2]):
+        if tok.kind is not TokenKind.IDENT or not tok.text.startswith("add_") or tokens[i + 1].text != "(" \
+                or tokens[i + 2].kind is not TokenKind.STRING:
+            continue
+        flag = next((f for f in re.split(r"[ ,]+", tokens[i + 2].text) if f in known), None)
+        if flag is None:
+            continue
+        if tok.text == "add_option":
+            options.add(flag)
+        at = _close(tokens, i + 1) + 1
+        while at + 2 < len(tokens) and tokens[at].text == "-" and tokens[at + 1].text == ">" \
+                and tokens[at + 2].kind is TokenKind.IDENT and at + 3 < len(tokens) and tokens[at + 3].text == "(":
+            method, close = tokens[at + 2].text, _close(tokens, at + 3)
+            inner = tokens[at + 4:close]
+            words = [t.text for t in inner]
+            if method in {"check", "transform"}:
+                refusal = _validator(inner, flag, tokens[at + 2].line)
+                if refusal is not None:
+                    refusals.append(refusal)
+                if "IsMember" in words:
+                    values = tuple(t.text for t in inner if t.kind is TokenKind.STRING)
+                    if values:
+                        members[flag] = (values, tokens[at + 2].line)
+            elif method == "default_val" and len(inner) >= 1:
+                value = _default(inner)
+                if value is not None:
+                    defaults[flag] = value
+            at = close + 1
+    return Cli11(refusals, members, defaults, options)
+
+
+def _validator(inner: list[Token], flag: str, line: int) -> Refusal | None:
+    words = [t.text for t in inner]
+    ref: Expr = ("flag", flag)
+    if "PositiveNumber" in words:
+        return Refusal(("<=", ref, ("num", 0.0)), line, "CLI::PositiveNumber", f"CLI11 check at line {line},")
+    if "NonNegativeNumber" in words:
+        return Refusal(("<", ref, ("num", 0.0)), line, "CLI::NonNegativeNumber", f"CLI11 check at line {line},")
+    if "Range" in words and "(" in words[words.index("Range"):]:
+        start = words.index("Range") + 1
+        close = start
+        depth = 0
+        for close in range(start, len(words)):
+            depth += {"(": 1, ")": -1}.get(words[close], 0)
+            if depth == 0:
+                break
+        numbers = re.findall(r"-?\s*\d+(?:\.\d+)?", " ".join(words[start + 1:close]))
+        bounds = [float(n.replace(" ", "")) for n in numbers]
+        if len(bounds) == 1:
+            bounds = [0.0, bounds[0]]
+        if len(bounds) == 2:
+            cond: Expr = ("||", ("<", ref, ("num", bounds[0])), (">", ref, ("num", bounds[1])))
+            return Refusal(cond, line, f"CLI::Range({bounds[0]:g}, {bounds[1]:g})", f"CLI11 check at line {line},")
+    return None

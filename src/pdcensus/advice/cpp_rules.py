@@ -1,0 +1,358 @@
+"""What the validator refuses besides enum members: numeric bounds and cross-flag rules.
+
+``config_parse`` refuses ``--prefill-interleave -1`` and ``--max-num-batched-tokens 10`` as
+surely as an unknown enum member, and ``--prefill-span N`` unless ``--max-num-batched-tokens``
+is N checkpoint intervals. These rules are read from the pinned source, never remembered:
+
+* a *refusal* is an ``if (CONDITION)`` whose body returns or throws an error (a string
+  literal, or a name such as ``InvalidArgument``/``Error``); its condition is parsed into a
+  small expression over flags (``c.prefill_span`` is ``--prefill-span``), numbers, named
+  constants (``constexpr long kMinBatch = 64;``) and ``+ - * / % < <= > >= == != && || !``.
+  Anything else (a call, a string compare) is *unknown*, and logic is three-valued, so an
+  unknown part never makes a refusal true by itself;
+* a *helper bound* is a refusal inside a helper such as ``parse_int(flag, value, minimum,
+  out)`` comparing against one of its parameters; each call that passes a number for that
+  parameter in a statement naming one flag (``if (flag == "--port") return parse_int(flag,
+  value, 1, &out->port);``) becomes the refusal ``--port < 1``, citing the call's line.
+
+Each refusal keeps its line and the error string of its body, so a finding can cite both.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from pdcensus.advice.cpp_text import Token, TokenKind, group_items
+
+Expr = tuple[object, ...]  # ("num", v) | ("flag", f) | ("name", n) | ("not", e) | ("neg", e) | (op, a, b)
+
+_MERGE = {"&&", "||", "==", "!=", "<=", ">=", "->", "::"}
+_PREC = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "+": 5, "-": 5,
+         "*": 6, "/": 6, "%": 6}
+_CMP = {"<", "<=", ">", ">=", "==", "!="}
+_SWAP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+_ERRORISH = re.compile(r"(?i)invalid|error|fail|bad|refuse|reject|abort")
+_QUALIFIERS = {"const", "noexcept", "override", "final"}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A condition under which the validator returns an error, with its line and message."""
+
+    condition: Expr
+    line: int
+    message: str
+    origin: str = ""
+
+    def flags(self) -> list[str]:
+        return list(dict.fromkeys(_flags_in(self.condition)))
+
+
+def _flags_in(expr: Expr) -> list[str]:
+    if expr[0] == "flag":
+        return [str(expr[1])]
+    return [f for part in expr[1:] if isinstance(part, tuple) for f in _flags_in(part)]
+
+
+def evaluate(expr: Expr, values: Mapping[str, float]) -> float | None:
+    """The expression's value (a comparison is 1.0/0.0), None when it cannot be known."""
+    kind = expr[0]
+    if kind == "num":
+        return float(expr[1])  # type: ignore[arg-type]
+    if kind == "flag":
+        return values.get(str(expr[1]))
+    if kind == "name":
+        return None
+    if kind in {"not", "neg"}:
+        inner = evaluate(expr[1], values)  # type: ignore[arg-type]
+        if inner is None:
+            return None
+        return float(inner == 0) if kind == "not" else -inner
+    a = evaluate(expr[1], values)  # type: ignore[arg-type]
+    if kind in {"&&", "||"}:
+        if a is not None and (a == 0) == (kind == "&&"):
+            return float(kind == "||")
+        b = evaluate(expr[2], values)  # type: ignore[arg-type]
+        if b is not None and (b == 0) == (kind == "&&"):
+            return float(kind == "||")
+        return None if a is None or b is None else float(kind == "&&")
+    b = evaluate(expr[2], values)  # type: ignore[arg-type]
+    if a is None or b is None:
+        return None
+    ops: dict[str, Callable[[float, float], float | None]] = {
+        "<": lambda x, y: float(x < y), "<=": lambda x, y: float(x <= y),
+        ">": lambda x, y: float(x > y), ">=": lambda x, y: float(x >= y),
+        "==": lambda x, y: float(x == y), "!=": lambda x, y: float(x != y),
+        "+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
+        "/": lambda x, y: None if y == 0 else x / y, "%": lambda x, y: None if y == 0 else x % y,
+    }
+    return ops[str(kind)](a, b)
+
+
+def _merged(tokens: list[Token]) -> list[Token]:
+    out: list[Token] = []
+    for tok in tokens:
+        if out and tok.kind is TokenKind.PUNCT and out[-1].kind is TokenKind.PUNCT \
+                and out[-1].text + tok.text in _MERGE:
+            prev = out.pop()
+            tok = Token(TokenKind.PUNCT, prev.text + tok.text, prev.line, prev.depth)
+        out.append(tok)
+    return out
+
+
+def _number(text: str) -> float | None:
+    clean = text.replace("'", "").rstrip("uUlLfF")
+    try:
+        return float(int(clean, 0)) if re.fullmatch(r"0[xX][0-9a-fA-F]+|\d+", clean) else float(clean)
+    except ValueError:
+        return None
+
+
+class _Parser:
+    """A precedence-climbing parser over a condition's tokens; ``None`` for what it cannot read."""
+
+    def __init__(self, tokens: list[Token], to_flag: Callable[[str], str | None],
+                 constants: Mapping[str, float]) -> None:
+        self.toks = _merged(tokens)
+        self.at = 0
+        self.to_flag = to_flag
+        self.constants = constants
+
+    def peek(self) -> str | None:
+        return self.toks[self.at].text if self.at < len(self.toks) else None
+
+    def parse(self) -> Expr | None:
+        expr = self.binary(1)
+        return expr if self.at == len(self.toks) else None
+
+    def binary(self, floor: int) -> Expr | None:
+        left = self.unary()
+        while left is not None and self.peek() in _PREC and _PREC[str(self.peek())] >= floor:
+            op = str(self.peek())
+            self.at += 1
+            right = self.binary(_PREC[op] + 1)
+            if right is None:
+                return None
+            left = (op, left, right)
+        return left
+
+    def unary(self) -> Expr | None:
+        text = self.peek()
+        if text in {"!", "-"}:
+            self.at += 1
+            inner = self.unary()
+            return None if inner is None else ("not" if text == "!" else "neg", inner)
+        return self.primary()
+
+    def primary(self) -> Expr | None:
+        if self.at >= len(self.toks):
+            return None
+        tok = self.toks[self.at]
+        if tok.text == "(":
+            self.at += 1
+            inner = self.binary(1)
+            if self.peek() != ")":
+                return None
+            self.at += 1
+            return inner
+        if tok.kind is TokenKind.NUMBER:
+            self.at += 1
+            value = _number(tok.text)
+            return None if value is None else ("num", value)
+        if tok.kind is not TokenKind.IDENT:
+            return None
+        chain = [tok.text]
+        self.at += 1
+        while self.peek() in {".", "->", "::"} and self.at + 1 < len(self.toks) \
+                and self.toks[self.at + 1].kind is TokenKind.IDENT:
+            chain.append(self.toks[self.at + 1].text)
+            self.at += 2
+        if self.peek() == "(":  # a call: unknown, except an accessor such as .value() or GetFlag(FLAGS_x)
+            start, depth = self.at, 0
+            while self.at < len(self.toks):
+                depth += {"(": 1, ")": -1}.get(self.toks[self.at].text, 0)
+                self.at += 1
+                if depth == 0:
+                    break
+            args = [t.text for t in self.toks[start + 1:self.at - 1]]
+            simple = bool(args) and len(args) % 2 == 1 and all(re.fullmatch(r"\w+|\.|->|::", a) for a in args)
+            flag_arg = self.to_flag(args[-1]) if simple else None
+            if flag_arg is not None:
+                return ("flag", flag_arg)
+            if chain[-1] in {"value", "get", "count"} and len(chain) > 1:
+                chain.pop()
+            else:
+                return ("name", ".".join(chain))
+        if chain[-1] in {"true", "false"}:
+            return ("num", float(chain[-1] == "true"))
+        if chain[-1] in self.constants:
+            return ("num", self.constants[chain[-1]])
+        flag = self.to_flag(chain[-1])
+        return ("flag", flag) if flag is not None else ("name", chain[-1])
+
+
+def _with_bindings(local: Mapping[str, str], to_flag: Callable[[str], str | None]) -> Callable[[str], str | None]:
+    def resolve(ident: str) -> str | None:
+        return local.get(ident) or to_flag(ident)
+    return resolve
+
+
+def _matching(tokens: list[Token], open_at: int) -> int:
+    depth = tokens[open_at].depth
+    close = {"(": ")", "{": "}", "[": "]"}[tokens[open_at].text]
+    for j in range(open_at + 1, len(tokens)):
+        if tokens[j].depth == depth and tokens[j].text == close and tokens[j].kind is TokenKind.PUNCT:
+            return j
+    return len(tokens) - 1
+
+
+def _body(tokens: list[Token], after: int) -> tuple[int, int]:
+    if after < len(tokens) and tokens[after].text == "{":
+        return after, _matching(tokens, after)
+    end = after
+    while end < len(tokens) and not (tokens[end].text == ";" and tokens[end].depth == tokens[after].depth):
+        end += 1
+    return after, end
+
+
+def _is_refusal(body: list[Token]) -> bool:
+    texts = [t.text for t in body if t.kind is TokenKind.IDENT]
+    if "throw" in texts:
+        return True
+    if "return" not in texts and not any(t.text == "=" for t in body):
+        return False
+    return any(t.kind is TokenKind.STRING for t in body) or any(_ERRORISH.search(t) for t in texts)
+
+
+def _constants(tokens: list[Token]) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for i in range(1, len(tokens) - 2):
+        if (tokens[i].kind is TokenKind.IDENT and tokens[i + 1].text == "="
+                and tokens[i + 2].kind is TokenKind.NUMBER and tokens[i + 3:i + 4]
+                and tokens[i + 3].text == ";"
+                and any(t.text in {"const", "constexpr"} for t in tokens[max(0, i - 4):i])):
+            value = _number(tokens[i + 2].text)
+            if value is not None:
+                out[tokens[i].text] = value
+    return out
+
+
+def _functions(tokens: list[Token]) -> list[tuple[str, list[str], int, int, int]]:
+    """``(name, parameter names, body open, body close, parameter-list open)`` of each definition."""
+    found = []
+    for i, tok in enumerate(tokens):
+        if tok.text != "{" or tok.kind is not TokenKind.PUNCT:
+            continue
+        j = i - 1
+        while j >= 0 and tokens[j].text in _QUALIFIERS:
+            j -= 1
+        if j < 1 or tokens[j].text != ")":
+            continue
+        k = j - 1
+        while k >= 0 and not (tokens[k].text == "(" and tokens[k].depth == tokens[j].depth):
+            k -= 1
+        if k < 1 or tokens[k - 1].kind is not TokenKind.IDENT or tokens[k - 1].text in {"if", "while", "for", "switch"}:
+            continue
+        params = []
+        for item in group_items(tokens, k, j):
+            cut = [t.text for t in item].index("=") if any(t.text == "=" for t in item) else len(item)
+            names = [t.text for t in item[:cut] if t.kind is TokenKind.IDENT]
+            params.append(names[-1] if names else "")
+        found.append((tokens[k - 1].text, params, i, _matching(tokens, i), k))
+    return found
+
+
+def _message(body: list[Token]) -> str:
+    return " … ".join(t.text.strip() for t in body if t.kind is TokenKind.STRING and t.text.strip())
+
+
+def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
+                  flag_of_statement: Callable[[int], str | None],
+                  bindings: Mapping[str, Mapping[str, str]] | None = None) -> list[Refusal]:
+    """Every refusal of the source: direct conditions over flags, then helper bounds at calls.
+
+    ``bindings`` names validator functions whose value parameter stands for a flag
+    (gflags' ``DEFINE_validator``): ``{function: {"": flag}}`` binds the last parameter.
+    """
+    constants = _constants(tokens)
+    functions = _functions(tokens)
+    bound_params: dict[int, dict[str, str]] = {}
+    for name, params, lo, _hi, _open in functions:
+        if bindings and name in bindings and params:
+            bound_params[lo] = {params[-1]: bindings[name][""]} if "" in bindings[name] else dict(bindings[name])
+    refusals: list[Refusal] = []
+    helper_bounds: dict[str, list[tuple[int, str, int, str]]] = {}  # func -> (param, op, line, message)
+    for i, tok in enumerate(tokens):
+        if tok.text != "if" or tok.kind is not TokenKind.IDENT or i + 1 >= len(tokens) \
+                or tokens[i + 1].text != "(":
+            continue
+        close = _matching(tokens, i + 1)
+        lo, hi = _body(tokens, close + 1)
+        body = tokens[lo:hi + 1]
+        if not _is_refusal(body):
+            continue
+        owner = next((f for f in functions if f[2] < i < f[3]), None)
+        local = bound_params.get(owner[2], {}) if owner is not None else {}
+        cond = _Parser(tokens[i + 2:close], _with_bindings(local, to_flag), constants).parse()
+        if cond is None:
+            continue
+        if _flags_in(cond):
+            refusals.append(Refusal(cond, tok.line, _message(body), f"validator line {tok.line}"))
+            continue
+        if owner is None or cond[0] not in _CMP:
+            continue
+        a, b = cond[1], cond[2]
+        for op, mine, other in ((str(cond[0]), a, b), (_SWAP[str(cond[0])], b, a)):
+            if (isinstance(other, tuple) and other[0] == "name" and other[1] in owner[1]
+                    and isinstance(mine, tuple) and mine[0] == "name" and mine[1] not in owner[1]):
+                helper_bounds.setdefault(owner[0], []).append(
+                    (owner[1].index(str(other[1])), op, tok.line, _message(body)))
+    for _ in range(2):  # a helper passing its own parameter on to a bounded helper is bounded too
+        for name, params, lo, hi, _ in functions:
+            for j in range(lo, hi):
+                bounds = helper_bounds.get(tokens[j].text)
+                if not bounds or tokens[j + 1].text != "(" or tokens[j].text == name:
+                    continue
+                args = group_items(tokens, j + 1, _matching(tokens, j + 1))
+                for param, op, line, msg in list(bounds):
+                    if param < len(args) and len(args[param]) == 1 and args[param][0].text in params:
+                        derived = (params.index(args[param][0].text), op, line, msg)
+                        if derived not in helper_bounds.setdefault(name, []):
+                            helper_bounds[name].append(derived)
+    definitions = {f[4] - 1 for f in functions}
+    for j, tok in enumerate(tokens[:-1]):
+        bounds = helper_bounds.get(tok.text)
+        if not bounds or tokens[j + 1].text != "(" or j in definitions:
+            continue
+        flag = flag_of_statement(j)
+        if flag is None:
+            continue
+        args = group_items(tokens, j + 1, _matching(tokens, j + 1))
+        for param, op, line, msg in bounds:
+            if param >= len(args) or len(args[param]) != 1:
+                continue
+            arg = args[param][0]
+            value = _number(arg.text) if arg.kind is TokenKind.NUMBER else constants.get(arg.text)
+            if value is None:
+                continue
+            bound: Expr = (op, ("flag", flag), ("num", value))
+            refusals.append(Refusal(bound, tok.line, msg,
+                                    f"{tok.text} call at line {tok.line}, bound at line {line},"))
+    return refusals
+
+
+def describe(expr: Expr) -> str:
+    """The condition written back as C-like text, for a finding's message."""
+    kind = expr[0]
+    if kind == "num":
+        value = float(expr[1])  # type: ignore[arg-type]
+        return str(int(value)) if value.is_integer() else str(value)
+    if kind in {"flag", "name"}:
+        return str(expr[1])
+    if kind == "not":
+        return "!(" + describe(expr[1]) + ")"  # type: ignore[arg-type]
+    if kind == "neg":
+        return "-" + describe(expr[1])  # type: ignore[arg-type]
+    return f"{describe(expr[1])} {kind} {describe(expr[2])}"  # type: ignore[arg-type]

@@ -1,0 +1,378 @@
+"""Engine invocations in shell: which commands run the engine, and every flag they can pass.
+
+A script is read as the shell would run it (words from :mod:`pdcensus.lint.shell`):
+
+* commands split at ``; & && || | ( ) ;;`` and newlines; ``if``/``elif``/``else``/``case``
+  arms and a command after ``&&``/``||`` are *conditional*: their flags are checked, and a
+  finding says the branch passes it;
+* the program behind ``sudo``, ``env``, ``exec``, ``timeout``, ``nohup``, ``nice``,
+  ``stdbuf``, ``taskset``, ``numactl``, ``tini``/``gosu`` and leading ``NAME=value``
+  assignments; ``bash -c '...'`` is read as a script; ``podman run``/``docker run``/``nerdctl
+  run`` give the argv after the image (``-e RADIANCE_*=...`` are its env lines);
+* a command is the engine's when its program is ``radiance*`` (or ``python -m radiance...``),
+  or an unknown program (``"$ENGINE"``, ``./serve.sh``) given ``serve`` or a flag the pinned
+  build declares. ``git merge --ff-only``, ``curl --max-time`` and their like are never read;
+* variables: ``ARGS="$ARGS --flag v"``, ``args+=(--flag v)``, ``export``/``local``/
+  ``declare``; ``$ARGS``, ``"${args[@]}"`` in an engine command expand to every value
+  assigned anywhere in the file; ``${X:+--flag v}`` passes its words conditionally;
+  ``--flag "${X:-default}"`` checks the default. A variable never expanded, whose value holds
+  a flag of the build, is read as an argv fragment (a snippet, an env file); one expanded
+  only by other programs is left alone;
+* ``RADIANCE_*=value`` anywhere (prefix, ``export``, ``env``, ``-e``, an env-file heredoc) is
+  checked as the flag it maps to.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from pdcensus.lint.checks import Checker, FlagUse
+from pdcensus.lint.model import Snippet
+from pdcensus.lint.shell import Heredoc, Word, commands, is_assignment, tokenize, unquote
+
+NON_ENGINE = frozenset({
+    "curl", "wget", "kubectl", "tr", "grep", "egrep", "fgrep", "sed", "awk", "promtool", "prometheus",
+    "pdcensus", "jq", "yq", "ssh", "scp", "rsync", "systemctl", "journalctl", "git", "pip", "pip3", "ls",
+    "cat", "sort", "head", "tail", "xargs", "find", "echo", "printf", "cd", "mkdir", "rm", "cp", "mv",
+    "tee", "less", "watch", "sleep", "nvidia-smi", "helm", "make", "pidof", "pgrep", "pkill", "kill",
+    "ps", "top", "htop", "uniq", "wc", "cut", "date", "unset", "read", "test", "[", "[[", "set", "trap",
+    "source", ".", "exit", "return", "shift", "wait", "true", "false", "chmod", "chown", "ln", "touch",
+    "apt-get", "apt", "dnf", "yum", "apk", "npm", "uv", "poetry", "gh", "docker-compose", "openssl",
+    "base64", "sha256sum", "tar", "gzip", "unzip", "ssh-keygen", "hadolint", "shellcheck", "ruff",
+    "pytest", "mypy", "pre-commit", "gcloud", "aws", "az", "terraform", "ansible", "ansible-playbook",
+})
+_PREFIX_ARGS = {  # prefix program -> its options that take a value
+    "sudo": {"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "--user", "--group"},
+    "env": {"-u", "-C", "-S", "--unset", "--chdir", "--split-string"},
+    "exec": {"-a"}, "nohup": set(), "time": set(), "command": set(), "builtin": set(),
+    "setsid": set(), "stdbuf": {"-i", "-o", "-e"}, "nice": {"-n", "--adjustment"},
+    "ionice": {"-c", "-n", "-p"}, "chrt": set(), "numactl": {"-N", "-m", "-C", "-p", "-i"},
+    "tini": set(), "dumb-init": set(), "runuser": {"-u", "-g"}, "systemd-run": {"-p", "-u"},
+}
+_NEEDS_OPERAND = {"timeout": 1, "taskset": 1, "gosu": 1, "su-exec": 1, "chrt": 1}
+_CONTAINER = {"podman", "docker", "nerdctl"}
+_RUN_VALUE_OPTS = {
+    "-e", "--env", "--env-file", "-v", "--volume", "-p", "--publish", "--name", "-w", "--workdir",
+    "-u", "--user", "--network", "--net", "--device", "--gpus", "--mount", "--entrypoint", "--label",
+    "-l", "--shm-size", "--ipc", "--pid", "--cpus", "--memory", "-m", "--restart", "--hostname", "-h",
+    "--add-host", "--cap-add", "--cap-drop", "--security-opt", "--ulimit", "--tmpfs", "--platform",
+    "--pull", "--log-driver", "--log-opt", "--runtime", "--userns", "--group-add", "--stop-signal",
+    "--annotation", "--cgroupns", "--uts", "--dns", "--expose", "--health-cmd", "--ip", "--mac-address",
+    "--cidfile", "--cpuset-cpus", "--memory-swap", "--secret", "--sysctl", "--timeout", "--pod",
+}
+_FLAG = re.compile(r"(--[a-z0-9][a-z0-9-]*[a-z0-9])(?:=(.*))?", re.S)
+_PLAIN_REF = re.compile(r"\$(?:([A-Za-z_]\w*)|\{([A-Za-z_]\w*)(?:\[[@*]\])?\})")
+_OP_REF = re.compile(r"\$\{([A-Za-z_]\w*)(:?[-+=?])(.*)\}", re.S)
+_ANY_REF = re.compile(r"\$\{?([A-Za-z_]\w*)")
+_ENV_LINE = re.compile(r"^\s*(?:export\s+)?(RADIANCE_[A-Z0-9_]+)=(.*)$", re.M)
+_NEGATIVE = re.compile(r"-\d+(?:\.\d+)?")
+
+
+@dataclass(frozen=True)
+class Arg:
+    """A word of a command, with the snippet and offset it was read at."""
+
+    raw: str
+    snippet: Snippet
+    start: int
+    conditional: bool = False
+    literal: str | None = None  # an argv element as a manifest lists it: no shell quoting
+
+    @property
+    def value(self) -> str:
+        return self.literal if self.literal is not None else unquote(self.raw)
+
+    def at(self, offset: int = 0) -> tuple[int, int]:
+        return self.snippet.position(self.start + offset)
+
+
+@dataclass
+class _Assignment:
+    args: list[Arg]
+    conditional: bool
+
+
+@dataclass
+class ShellReader:
+    """Reads the shell snippets of one file, then checks every engine invocation in them."""
+
+    checker: Checker
+    assignments: dict[str, list[_Assignment]] = field(default_factory=dict)
+    engine: list[tuple[list[Arg], list[FlagUse]]] = field(default_factory=list)
+    engine_vars: set[str] = field(default_factory=set)
+    other_vars: set[str] = field(default_factory=set)
+
+    def read(self, snippet: Snippet, conditional: bool = False) -> None:
+        tokens = tokenize(snippet.text)
+        for words, cond in commands(tokens):
+            self.command([Arg(w.raw, snippet, w.start, cond or conditional) for w in words])
+        for tok in tokens:
+            if isinstance(tok, Heredoc):
+                for m in _ENV_LINE.finditer(tok.text):
+                    arg = Arg(m.group(2).strip(), snippet, tok.start + m.start(2), conditional)
+                    self._env(m.group(1), arg, snippet.position(tok.start + m.start(1)), None)
+
+    def _env(self, name: str, value: Arg, name_at: tuple[int, int], into: list[FlagUse] | None) -> None:
+        use = self.checker.env(name, value.value, name_at, value.at(), value.conditional)
+        if use is not None and "$" in value.raw:
+            use = FlagUse(use.flag, None, use.flag_at, None, use.conditional, use.via)
+        if use is None:
+            return
+        if into is None:
+            self.checker.invocation([use])
+        else:
+            into.append(use)
+
+    def _assign(self, arg: Arg, env: list[FlagUse] | None) -> None:
+        eq = arg.raw.index("=")
+        name = re.sub(r"\[.*$", "", arg.raw[:eq].rstrip("+"))
+        raw = arg.raw[eq + 1:]
+        base = arg.start + eq + 1
+        if name.startswith("RADIANCE_"):
+            self._env(name, Arg(raw, arg.snippet, base, arg.conditional), arg.at(), env)
+            return
+        if raw.startswith("(") and raw.endswith(")"):
+            inner, base = raw[1:-1], base + 1
+        elif len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+            inner, base = raw[1:-1], base + 1
+        else:
+            inner = None
+        if inner is None:
+            args = [Arg(raw, arg.snippet, base, arg.conditional)] if raw else []
+        else:
+            args = [Arg(w.raw, arg.snippet, base + w.start, arg.conditional)
+                    for w in tokenize(inner) if isinstance(w, Word)]
+        self.assignments.setdefault(name, []).append(_Assignment(args, arg.conditional))
+
+    def command(self, args: list[Arg], env: list[FlagUse] | None = None) -> None:
+        env = [] if env is None else env
+        i = 0
+        while i < len(args) and is_assignment(args[i].raw):
+            self._assign(args[i], env)
+            i += 1
+        if i >= len(args):
+            self._flush_env(env)
+            return
+        program = args[i].value.rsplit("/", 1)[-1]
+        if program in {"$", "%"}:  # a prompt copied with the command
+            self.command(args[i + 1:], env)
+            return
+        if program == "kubectl" and "--" in [a.value for a in args[i:]] and args[i + 1:i + 2] \
+                and args[i + 1].value in {"run", "create", "debug"}:
+            values = [a.value for a in args[i:]]
+            image = next((v.split("=", 1)[1] for v in values if v.startswith("--image=")), None)
+            self.image_argv(args[i + values.index("--") + 1:], env, image)
+            return
+        if program in {"export", "declare", "typeset", "local", "readonly"}:
+            for arg in args[i + 1:]:
+                if is_assignment(arg.raw):
+                    self._assign(arg, None)
+            return
+        if program in _PREFIX_ARGS or program in _NEEDS_OPERAND:
+            j = i + 1
+            takes = _PREFIX_ARGS.get(program, set())
+            while j < len(args) and (args[j].value.startswith("-") or (program == "env" and is_assignment(args[j].raw))):
+                if program == "env" and is_assignment(args[j].raw):
+                    self._assign(args[j], env)
+                j += 2 if args[j].value in takes else 1
+            j += _NEEDS_OPERAND.get(program, 0)
+            self.command(args[j:], env)
+            return
+        rest = args[i + 1:]
+        if program in {"bash", "sh", "zsh", "dash", "ksh"}:
+            for k, arg in enumerate(rest[:-1]):
+                if re.fullmatch(r"-[a-z]*c[a-z]*", arg.value):
+                    script = rest[k + 1]
+                    if script.literal is not None:
+                        self.read(script.snippet, script.conditional)
+                        continue
+                    quoted = script.raw[:1] in "'\""
+                    body = script.raw[1:-1] if quoted else script.raw
+                    inner = Snippet(script.snippet.path, body, ())
+                    self.read(_shifted(inner, script, 1 if quoted else 0), script.conditional)
+            return
+        if program in _CONTAINER:
+            self._container(rest, env)
+            return
+        if program.startswith("python"):
+            values = [a.value for a in rest]
+            if "-m" in values[:-1] and values[values.index("-m") + 1].startswith("radiance"):
+                self._engine(rest[values.index("-m") + 2:], env)
+            else:
+                self._other(args)
+            return
+        if program.startswith("radiance"):
+            self._engine(rest, env)
+            return
+        if program in NON_ENGINE or (program.startswith("-") and not _FLAG.fullmatch(program)):
+            self._other(args)
+            return
+        if (rest and rest[0].value == "serve") or self._known(rest):
+            self._engine(rest, env)
+        else:
+            self._other(args)
+
+    def image_argv(self, argv: list[Arg], env: list[FlagUse], image: str | None = None) -> None:
+        """The argv a container passes to its image's entrypoint.
+
+        The entrypoint is taken as the engine when the argv starts with a flag or ``serve`` and
+        the image is radiance's (or unknown), or when the argv passes a flag the build declares.
+        """
+        ours = image is None or "radiance" in image.lower() or self._known(argv)
+        if argv and (argv[0].value.startswith("-") or argv[0].value == "serve") and ours:
+            self._engine(argv[1:] if argv[0].value == "serve" else argv, env)
+        elif argv:
+            self.command(argv, env)
+        else:
+            self._flush_env(env)
+
+    def _known(self, argv: list[Arg]) -> bool:
+        """True when an argv passes a flag the pinned build declares."""
+        return any((m := _FLAG.fullmatch(a.value)) is not None and m.group(1) in self.checker.schema
+                   for a in self._flatten(argv, frozenset()))
+
+    def _flush_env(self, env: list[FlagUse]) -> None:
+        for use in env:
+            self.checker.invocation([use])
+
+    def _other(self, args: list[Arg]) -> None:
+        for arg in args:
+            self.other_vars.update(m.group(1) for m in _ANY_REF.finditer(arg.raw))
+
+    def _engine(self, argv: list[Arg], env: list[FlagUse]) -> None:
+        for arg in argv:
+            self.engine_vars.update(m.group(1) for m in _ANY_REF.finditer(arg.raw))
+        self.engine.append((argv, env))
+
+    def _container(self, rest: list[Arg], env: list[FlagUse]) -> None:
+        values = [a.value for a in rest]
+        if values[:2] == ["container", "run"] or values[:2] == ["container", "create"]:
+            rest, values = rest[1:], values[1:]
+        if not values or values[0] not in {"run", "create"}:
+            self._other(rest)
+            return
+        j, entrypoint = 1, None
+        while j < len(rest) and values[j].startswith("-"):
+            name, eq, inline = values[j].partition("=")
+            value_arg = None
+            if not eq and name in _RUN_VALUE_OPTS and j + 1 < len(rest):
+                value_arg = rest[j + 1]
+            elif eq:
+                value_arg = Arg(rest[j].raw[rest[j].raw.index("=") + 1:], rest[j].snippet,
+                                rest[j].start + rest[j].raw.index("=") + 1, rest[j].conditional)
+            if name in {"-e", "--env"} and value_arg is not None and is_assignment(value_arg.raw.strip("'\"")):
+                quoted = 1 if value_arg.raw[:1] in "'\"" else 0
+                self._assign(Arg(value_arg.raw[quoted:len(value_arg.raw) - quoted], value_arg.snippet,
+                                 value_arg.start + quoted, value_arg.conditional), env)
+            if name == "--entrypoint" and value_arg is not None:
+                entrypoint = value_arg
+            j += 2 if not eq and name in _RUN_VALUE_OPTS else 1
+        after = rest[j + 1:]
+        if entrypoint is not None:
+            self.command([entrypoint, *after], env)
+        else:
+            self.image_argv(after, env, rest[j].value if j < len(rest) else None)
+
+    def _expand(self, arg: Arg, seen: frozenset[str]) -> list[list[Arg]] | None:
+        """The alternatives a pure variable reference stands for (None when ``arg`` is not one)."""
+        raw = arg.raw[1:-1] if len(arg.raw) >= 2 and arg.raw[0] == arg.raw[-1] == '"' else arg.raw
+        shift = 1 if raw != arg.raw else 0
+        plain = _PLAIN_REF.fullmatch(raw)
+        op = _OP_REF.fullmatch(raw) if plain is None else None
+        if plain is None and op is None:
+            return None
+        name = (plain.group(1) or plain.group(2)) if plain else op.group(1)  # type: ignore[union-attr]
+        if name in seen and op is None:
+            return []
+        assigned = [[Arg(a.raw, a.snippet, a.start, a.conditional or asg.conditional or arg.conditional)
+                     for a in asg.args] for asg in self.assignments.get(name, [])] if name not in seen else []
+        if op is None:
+            return assigned
+        base = arg.start + shift + op.start(3)
+        alt = [Arg(w.raw, arg.snippet, base + w.start, True) for w in tokenize(op.group(3)) if isinstance(w, Word)]
+        if op.group(2).endswith("+"):
+            return [alt]
+        if op.group(2).endswith("?"):
+            return assigned
+        return [[Arg(a.raw, a.snippet, a.start, True) for a in alts] for alts in assigned] + [alt]
+
+    def _flatten(self, argv: list[Arg], seen: frozenset[str]) -> list[Arg]:
+        out: list[Arg] = []
+        for arg in argv:
+            alternatives = self._expand(arg, seen)
+            if alternatives is None:
+                out.append(arg)
+                continue
+            names = frozenset(m.group(1) for m in _ANY_REF.finditer(arg.raw))
+            for alt in alternatives:
+                out.extend(self._flatten(alt, seen | names))
+        return out
+
+    def _values(self, arg: Arg, seen: frozenset[str]) -> list[Arg]:
+        alternatives = self._expand(arg, seen)
+        if alternatives is None:
+            return [arg]
+        names = frozenset(m.group(1) for m in _ANY_REF.finditer(arg.raw))
+        return [v for alt in alternatives if alt for v in self._values(alt[0], seen | names)]
+
+    def uses(self, argv: list[Arg], conditional: bool = False,
+             seen: frozenset[str] = frozenset()) -> list[FlagUse]:
+        """The flags an argv passes, each value alternative (branches, defaults) on its own."""
+        out: list[FlagUse] = []
+        i = 0
+        while i < len(argv):
+            arg = argv[i]
+            i += 1
+            alternatives = self._expand(arg, seen)
+            if alternatives is not None:
+                names = frozenset(m.group(1) for m in _ANY_REF.finditer(arg.raw))
+                for alt in alternatives:
+                    out.extend(self.uses(alt, conditional, seen | names))
+                continue
+            m = _FLAG.fullmatch(arg.value)
+            if m is None:
+                continue
+            cond = conditional or arg.conditional
+            spec = self.checker.schema.get(m.group(1))
+            if m.group(2) is not None:
+                eq = arg.raw.find("=")
+                values = self._values(Arg(arg.raw[eq + 1:].strip("'\""), arg.snippet,
+                                          arg.start + eq + 1, cond), seen)
+            elif spec is not None and spec.takes_value and i < len(argv) and (
+                    self._expand(argv[i], seen) is not None or not argv[i].value.startswith("-")
+                    or _NEGATIVE.fullmatch(argv[i].value)):
+                values = self._values(argv[i], seen)
+                i += 1
+            else:
+                out.append(FlagUse(m.group(1), None, arg.at(), None, cond))
+                continue
+            if not values:
+                out.append(FlagUse(m.group(1), None, arg.at(), None, cond))
+            for value in values:
+                out.append(FlagUse(m.group(1), value.value, arg.at(), value.at(),
+                                   cond or value.conditional))
+        return out
+
+    def finish(self) -> None:
+        """Check every engine invocation, then argv fragments held by variables never expanded."""
+        for argv, env in self.engine:
+            self.checker.invocation(self.uses(argv) + env)
+        for name, assignments in self.assignments.items():
+            if name in self.engine_vars or name in self.other_vars:
+                continue
+            argv = [a for asg in assignments for a in asg.args]
+            flags = [_FLAG.fullmatch(a.value) for a in argv]
+            if any(m is not None and m.group(1) in self.checker.schema for m in flags):
+                self.checker.invocation(self.uses(argv))
+
+
+def _shifted(inner: Snippet, at: Arg, quote: int) -> Snippet:
+    """``inner``'s text placed where it sits inside ``at`` (after ``quote`` opening characters)."""
+    base = at.start + quote
+    origins = []
+    offset = 0
+    for piece in inner.text.split("\n"):
+        origins.append(at.snippet.position(base + offset))
+        offset += len(piece) + 1
+    return Snippet(inner.path, inner.text, tuple(origins))
