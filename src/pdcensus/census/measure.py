@@ -165,7 +165,7 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         if idle.any() and s.prefill_tokens_per_second is not None else 1.0,
         ledger_depth=ledger_depth, dose_stall=m.dose.stall_seconds_per_token, dose_depth=m.dose.depth_at_top,
         busy_share=_share(busy, wdec), tail_share=_share(tail, wdec), burst_share=_share(burst & valid, wdec),
-        preemption_depth=pre.decode_dip,
+        preemption_depth=pre.decode_dip if pre.decode_dip < 1.0 else float("nan"),
         itl_busy_ratio=_itl_ratio(itl, a.busy, a.idle), itl_tail_ratio=_itl_ratio(itl, hist.tail, hist.clean),
         itl_burst_ratio=_itl_ratio(itl, burst, ~burst),
         tail_test_ran=m.tail_ran, tail_window_note=tail_note,

@@ -197,6 +197,7 @@ def decide(x: VerdictInputs) -> Verdict:
     settle += notes
     found: list[Found] = []
     near_floor = False
+    below_floor: set[Mechanism] = set()
     for m, d in detections.items():
         loss = float(d.loss[0])
         if m is not Mechanism.PREEMPTION_STALL and np.isfinite(loss):
@@ -205,6 +206,7 @@ def decide(x: VerdictInputs) -> Verdict:
                 settle.append(f"{m.value}'s signature is in the data ({d.test.text}) but it costs {100 * loss:.2f} % "
                               f"of decoders' time, under the {100 * MEASURABLE_SHARE:.1f} % a census can tell from "
                               "noise: not counted as found")
+                below_floor.add(m)
                 continue
         base = d.test.confidence
         if m is Mechanism.PREEMPTION_STALL:
@@ -213,7 +215,7 @@ def decide(x: VerdictInputs) -> Verdict:
     losses = {f.mechanism: f.loss_share for f in found}
     point = headline_mechanism(losses)
     if point is Mechanism.NONE:
-        tested = [t for t in tests if t is not None]
+        tested = [t for t in tests if t is not None and t.mechanism not in below_floor]
         clear = np.logical_and.reduce([~t.hits for t in tested]) if tested else np.ones(1, bool)
         confidence = float(np.mean(clear[1:])) if clear.size > 1 else 1.0
         confidence = min(MAX_CONFIDENCE, confidence * factor)

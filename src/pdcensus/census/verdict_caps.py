@@ -140,6 +140,16 @@ def apply_caps(x: VerdictInputs, point: Mechanism, found: list[Found], confidenc
         confidence *= PREEMPTION_CONFOUND
         notes.append("material preemption changes batch size and masks or mimics the other mechanisms' shares: "
                      "relieve KV pressure (or read /stats per-step forensics) to measure them apart")
+    eviction_untested = not np.isfinite(x.tail_effect[0]) and x.recovery_effect is None
+    if (stalls is not None and stalls.severity is Severity.MATERIAL and point is Mechanism.PREEMPTION_STALL
+            and eviction_untested):
+        # material preemption sheds and re-admits rows, which masks or mimics residency, and here neither the
+        # tail test nor the recovery fit could run (simulator: an eviction of 59 % of decoders' time under
+        # constant prefill, invisible beside 20 % of stalls, read as preemption-stall at 0.8)
+        confidence *= PREEMPTION_CONFOUND
+        notes.append("material preemption masks or mimics residency, and prefill never pauses long enough for the "
+                     "tail test or the recovery fit: eviction can be neither ruled in nor out; an idle spell of "
+                     "15+ min or /stats per-step forensics would")
     if not x.has_ledger and Mechanism.EVICTION in names and Mechanism.STEP_TIME_SHARING not in names \
             and np.isfinite(x.lag0_effect[0]) and x.lag0_effect[0] < COLLAPSE_RATIO:
         cap = True
