@@ -11,8 +11,6 @@ the metric set differs. Each engine gets the truth verdict where its metrics can
 Where the metrics can only lean, the census says so below the confident 0.7 (``LEANING``):
 - preemption-stall on SGLang and vLLM: preemptions are counted (found), but they run through the
   whole window and neither engine exports a preempted-depth gauge, so their cost is unmeasurable;
-- eviction-tail everywhere: the eviction covers most of the window and slows decode enough to
-  grow the batch, and batch growth alone could explain the slower steps (the batch control);
 - healthy on SGLang: the sharing is minor and near the measurable line.
 """
 
@@ -28,8 +26,7 @@ from pdcensus.sim import simulate
 
 SCENARIOS = ("step-time-sharing", "healthy", "chunking-overhead", "eviction-tail", "preemption-stall")
 INCONCLUSIVE = {("tgi", "preemption-stall"), ("vllm", "healthy"), ("vllm", "chunking-overhead")}
-LEANING = {("sglang", "preemption-stall"), ("vllm", "preemption-stall"), ("sglang", "eviction-tail"),
-           ("tgi", "eviction-tail"), ("vllm", "eviction-tail"), ("sglang", "healthy")}
+LEANING = {("sglang", "preemption-stall"), ("vllm", "preemption-stall"), ("sglang", "healthy")}
 _CACHE: dict[tuple[str, str], tuple[dict, CensusReport]] = {}
 
 

@@ -147,7 +147,9 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         f"the window is {window / 60:.0f} min: a 2-14 min tail needs {TAIL_WINDOW_SECONDS[1] / 60:.0f} min of history "
         "before a clean scrape and tail scrapes after prefill; record a longer window with idle spells"
         if window < 2 * TAIL_WINDOW_SECONDS[1] else "")
-    rec = recovery(m.per_stream, wdec, running, hist, W)
+    prompt = s.increase(Signal.PROMPT_TOKENS)
+    tokens = prompt if prompt is not None else (np.nan_to_num(np.asarray(s.prefill_tokens_per_second)) * dt)
+    rec = recovery(m.per_stream, wdec, running, hist, W, s.times, tokens)
     uncontrolled = bool(
         (after is not None and _lower(after) > INFLATION_MARGIN)
         or (m.tail_ran and np.isfinite(m.tail_effect[0]) and interval(m.tail_effect)[1] < TAIL_EFFECT_MARGIN))

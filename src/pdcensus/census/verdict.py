@@ -231,7 +231,9 @@ def decide(x: VerdictInputs) -> Verdict:
     estimates = {Mechanism.STEP_TIME_SHARING: _sharing_loss(x), Mechanism.EVICTION: _eviction_loss(x)}
     confidence, found, more = apply_caps(x, point, found, confidence, estimates)
     settle += more
-    if capped or near_floor:
+    # a signature found but costing under the measurable line: "none" is then a judgement of cost, and the
+    # loss shares' model error (a decoder's part of a chunk step it does not ride in) can be a factor 2
+    if capped or near_floor or (point is Mechanism.NONE and below_floor):
         confidence = min(confidence, UNCONFIRMED_CAP)
     ordered = tuple(sorted(found, key=lambda f: -(f.loss_share if np.isfinite(f.loss_share) else 1.0)))
     mechs = tuple(sorted((f.mechanism for f in found), key=lambda m: m.value))
