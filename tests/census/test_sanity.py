@@ -79,7 +79,7 @@ def test_a_decode_rate_beyond_any_decode_only_step_is_withheld():
 
 
 def test_loss_shares_over_the_whole_are_named():
-    broken = check_shares({"sharing": 0.626, "eviction": 0.419, "preemption": 0.0}, ledger=True)
+    broken = check_shares({"sharing": 0.626, "eviction": 0.419}, ledger=True)
     assert broken is not None and broken.kind is BrokenKind.SHARES_OVER_WHOLE
     assert "104 %" in broken.text and "the step ledger" in broken.withholds
     assert check_shares({"sharing": 0.6, "eviction": 0.3}, ledger=True) is None

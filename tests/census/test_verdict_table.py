@@ -151,7 +151,14 @@ def test_an_unfound_material_loss_estimate_caps_the_headline():
     v = decide(base(ledger_depth=reps(0.3), lag0_effect=reps(0.5), sharing=reps(0.07, 0.004),
                     residency=reps(0.2, 0.01)))
     assert v.mechanism is Mechanism.STEP_TIME_SHARING and v.confidence <= UNCONFIRMED_CAP
-    assert any("eviction's estimated loss is material" in s for s in v.settle)
+    assert any("eviction's estimated loss" in s and "is material" in s for s in v.settle)
+
+
+def test_an_unfound_mechanism_costlier_than_a_minor_headline_caps_it():
+    v = decide(base(ledger_depth=reps(0.3), lag0_effect=reps(0.5), sharing=reps(0.012, 0.001),
+                    residency=reps(0.03, 0.01)))
+    assert v.mechanism is Mechanism.STEP_TIME_SHARING and v.confidence <= UNCONFIRMED_CAP
+    assert any("above the headline's" in s for s in v.settle)
 
 
 @pytest.mark.parametrize("change,why", [

@@ -38,6 +38,7 @@ MIN_SPAN_SECONDS = 120.0  # time-since must span at least this between its 10th 
 LONG_PROMPT_FACTOR = 4.0
 GROUP_QUANTILE = 0.1  # the soon and late groups: the first and last tenth of time-since
 MIN_LONG_PROMPTS = 3
+QUIET_FACTOR = 2.0  # a scrape counts as quiet with up to this many times the median interval's prefill
 
 
 @dataclass(frozen=True)
@@ -76,17 +77,26 @@ def since_long_prompt(times: np.ndarray, prefill_tokens: np.ndarray | None) -> t
 
 def recovery(per_stream: np.ndarray, decoder_seconds: np.ndarray, running: np.ndarray | None, hist: History,
              weights: np.ndarray, times: np.ndarray | None = None,
-             prefill_tokens: np.ndarray | None = None) -> Recovery:
+             prefill_tokens: np.ndarray | None = None,
+             decode_only: tuple[np.ndarray, np.ndarray] | None = None) -> Recovery:
     """Fit the recovery of per-stream decode with time since the last heavy prefill.
 
     Where long prompts stand out from the rest (:func:`since_long_prompt`), time is counted
     since the last long one over scrapes that hold none: the arena loans that evict come from
     those, while short prompts may keep every scrape busy.
+
+    ``decode_only`` = (decode-only steps, decode-only step seconds) per interval, from a ledger: the
+    speed compared is then the decode-only step's (the runbook's "decode-only steps inflated after
+    prefill"), which chunk steps after a long prompt (sharing at lag 0) cannot move.
     """
     since, quiet = hist.since_heavy_seconds, hist.quiet
     long = since_long_prompt(times, prefill_tokens) if times is not None else None
-    if long is not None:
-        since, quiet = long[0], ~long[1]
+    if long is not None and prefill_tokens is not None:
+        # quiet: no long prompt, and no more prefill than the ordinary interval's (a long prompt's own
+        # last chunks after its biggest interval are step-time sharing at lag 0, not a tail)
+        tokens = np.nan_to_num(np.asarray(prefill_tokens, dtype=np.float64))
+        ordinary = float(np.median(tokens[tokens > 0]))
+        since, quiet = long[0], ~long[1] & (tokens <= QUIET_FACTOR * ordinary)
     sel = (quiet & np.isfinite(per_stream) & (decoder_seconds > 0) & np.isfinite(since)
            & (since <= TAIL_WINDOW_SECONDS[1]))
     n = int(sel.sum())
@@ -103,8 +113,17 @@ def recovery(per_stream: np.ndarray, decoder_seconds: np.ndarray, running: np.nd
     early, later = sel & (since <= lo_q), sel & (since >= hi_q)
     wsel = np.where(sel, decoder_seconds, 0.0)
     ps = np.nan_to_num(per_stream)
-    ps_soon = weighted_ratio(weights, wsel * ps * early, wsel * early)
-    ps_late = weighted_ratio(weights, wsel * ps * later, wsel * later)
+    if decode_only is not None:
+        steps, seconds = (np.nan_to_num(a) for a in decode_only)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            ps = np.where(seconds > 0, steps / np.where(seconds > 0, seconds, 1.0), 0.0)  # decode-only steps/s
+        sel = sel & (seconds > 0)
+        early, later = early & (seconds > 0), later & (seconds > 0)
+        ps_soon = weighted_ratio(weights, steps * early, seconds * early)
+        ps_late = weighted_ratio(weights, steps * later, seconds * later)
+    else:
+        ps_soon = weighted_ratio(weights, wsel * ps * early, wsel * early)
+        ps_late = weighted_ratio(weights, wsel * ps * later, wsel * later)
     growth = np.ones(weights.shape[0])
     batch = np.nan_to_num(running) if running is not None else None
     if batch is not None:

@@ -131,9 +131,9 @@ def detect(x: VerdictInputs) -> dict[Mechanism, Detection]:
             tail = out[Mechanism.EVICTION].depth
             sharing = sharing if sharing.value_interval[1] < COLLAPSE_RATIO * tail else None
         if sharing is not None:
-            depth = float(x.lag0_effect[0]) if sharing.signature is not Signature.DOSE_RESPONSE else sharing.value
-            depth_iv = interval(x.lag0_effect) if sharing.signature is not Signature.DOSE_RESPONSE \
-                else sharing.value_interval
+            by_rate = sharing.signature is not Signature.DOSE_RESPONSE and np.isfinite(x.lag0_effect[0])
+            depth = float(x.lag0_effect[0]) if by_rate else sharing.value
+            depth_iv = interval(x.lag0_effect) if by_rate else sharing.value_interval
             out[Mechanism.STEP_TIME_SHARING] = Detection(sharing, sharing_hits, _sharing_loss(x), depth, depth_iv,
                                                          x.busy_share, x.itl_busy_ratio)
     if stall is not None and stall_hits is not None:

@@ -155,12 +155,17 @@ def apply_caps(x: VerdictInputs, point: Mechanism, found: list[Found], confidenc
         cap = True
         notes.append("decode also collapses at lag 0, and without a step ledger a lag-0 collapse beside a tail "
                      "cannot be split between sharing and eviction: a build with the ledger would")
+    lead = max((f.loss_share for f in found if np.isfinite(f.loss_share)), default=0.0)
     for m, reps in unfound_losses.items():
         lo, _ = interval(reps)
-        if m not in names and np.isfinite(lo) and lo >= MATERIAL_SHARE:
+        point_loss = float(reps[0])
+        material = np.isfinite(lo) and lo >= MATERIAL_SHARE
+        costlier = lead > 0 and np.isfinite(point_loss) and point_loss >= max(MEASURABLE_SHARE, lead)
+        if m not in names and (material or costlier):
             cap = True
-            notes.append(f"{m.value}'s estimated loss is material ({100 * float(reps[0]):.0f} % of decoders' time) "
-                         "but its signature is not beyond noise here: the headline may miss it")
+            why = "material" if material else "above the headline's"
+            notes.append(f"{m.value}'s estimated loss ({100 * point_loss:.1f} % of decoders' time) is {why}, but its "
+                         "signature is not beyond noise here: the headline may miss it")
     raw_tail = x.tail_effect[0]
     if x.uncontrolled_eviction and Mechanism.EVICTION not in names:
         cap = True
