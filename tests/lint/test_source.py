@@ -176,3 +176,17 @@ def test_a_gflags_source_accepts_both_spellings_of_a_declared_name() -> None:
     schema = load_schema(STYLES / "gflags.cpp")
     assert "--prefill_interleave" in schema and "--prefill-interleave" in schema
     assert schema.flags["--prefill-interleave"].default == "0" and schema.flags["--enable-prefix-cache"].argument == ""
+
+
+def test_members_compared_in_a_parser_function_and_a_flat_name_set_are_read(tmp_path: Path) -> None:
+    """``if (s == "tip-only")`` chains in the function the setter calls; ``{"auto", "fp8"}`` sets;
+    a parser that also converts numbers (``std::stol``) accepts integers beside its names."""
+    schema = load_schema(STYLES / "compare_chain.cpp")
+    assert schema.flags["--checkpoint-policy"].choices == ("geometric-backoff", "tip-only", "keep-all")
+    assert schema.flags["--kv-dtype"].choices == ("auto", "fp8", "bf16")
+    assert schema.flags["--mode"].choices == ()  # one compared name is no member list
+    script = tmp_path / "s.sh"
+    script.write_text("radiance serve --busy-prefill-chunk 512 --kv-dtype fp8 --checkpoint-policy keep-all\n"
+                      "radiance serve --busy-prefill-chunk half --kv-dtype fp4 --mode debug\n")
+    found = {(f.line, f.subject) for f in lint_paths([str(script)], str(STYLES / "compare_chain.cpp")).findings}
+    assert found == {(2, "--busy-prefill-chunk half"), (2, "--kv-dtype fp4")}

@@ -239,7 +239,7 @@ def _constants(tokens: list[Token]) -> dict[str, float]:
     return out
 
 
-def _functions(tokens: list[Token]) -> list[tuple[str, list[str], int, int, int]]:
+def functions(tokens: list[Token]) -> list[tuple[str, list[str], int, int, int]]:
     """``(name, parameter names, body open, body close, parameter-list open)`` of each definition."""
     found = []
     for i, tok in enumerate(tokens):
@@ -277,9 +277,9 @@ def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
     (gflags' ``DEFINE_validator``): ``{function: {"": flag}}`` binds the last parameter.
     """
     constants = _constants(tokens)
-    functions = _functions(tokens)
+    defs = functions(tokens)
     bound_params: dict[int, dict[str, str]] = {}
-    for name, params, lo, _hi, _open in functions:
+    for name, params, lo, _hi, _open in defs:
         if bindings and name in bindings and params:
             bound_params[lo] = {params[-1]: bindings[name][""]} if "" in bindings[name] else dict(bindings[name])
     refusals: list[Refusal] = []
@@ -293,7 +293,7 @@ def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
         body = tokens[lo:hi + 1]
         if not _is_refusal(body):
             continue
-        owner = next((f for f in functions if f[2] < i < f[3]), None)
+        owner = next((f for f in defs if f[2] < i < f[3]), None)
         local = bound_params.get(owner[2], {}) if owner is not None else {}
         cond = _Parser(tokens[i + 2:close], _with_bindings(local, to_flag), constants).parse()
         if cond is None:
@@ -310,7 +310,7 @@ def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
                 helper_bounds.setdefault(owner[0], []).append(
                     (owner[1].index(str(other[1])), op, tok.line, _message(body)))
     for _ in range(2):  # a helper passing its own parameter on to a bounded helper is bounded too
-        for name, params, lo, hi, _ in functions:
+        for name, params, lo, hi, _ in defs:
             for j in range(lo, hi):
                 bounds = helper_bounds.get(tokens[j].text)
                 if not bounds or tokens[j + 1].text != "(" or tokens[j].text == name:
@@ -321,7 +321,7 @@ def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
                         derived = (params.index(args[param][0].text), op, line, msg)
                         if derived not in helper_bounds.setdefault(name, []):
                             helper_bounds[name].append(derived)
-    definitions = {f[4] - 1 for f in functions}
+    definitions = {f[4] - 1 for f in defs}
     for j, tok in enumerate(tokens[:-1]):
         bounds = helper_bounds.get(tok.text)
         if not bounds or tokens[j + 1].text != "(" or j in definitions:

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from pdcensus.advice.cpp_rules import Refusal, read_refusals
+from pdcensus.advice.cpp_rules import Refusal, functions, read_refusals
 from pdcensus.advice.cpp_tables import macro_rows, table_members
 from pdcensus.advice.cpp_decls import cli11_checks, macro_declarations
 from pdcensus.advice.cpp_text import (
@@ -300,9 +300,12 @@ def parse_config_source(text: str, source: str = "<config.cpp>") -> FlagSchema:
                 rows[flag] = replace(spec, choices=values, choices_origin=f"validator line {tok.line}",
                                      accepts_integer=integer)
     cli11 = cli11_checks(tokens, known)
-    for flag, (members, line) in {**table_members(tokens, mentions), **cli11.members}.items():
+    bodies = {f[0]: (f[2], f[3], f[4]) for f in functions(tokens)}
+    tabled = {**table_members(tokens, mentions, bodies), **{f: (*m, False) for f, m in cli11.members.items()}}
+    for flag, (members, line, integers) in tabled.items():
         if not rows[flag].choices_origin.startswith("validator"):
-            rows[flag] = replace(rows[flag], choices=members, choices_origin=f"validator table line {line}")
+            rows[flag] = replace(rows[flag], choices=members, choices_origin=f"validator table line {line}",
+                                 accepts_integer=rows[flag].accepts_integer or integers)
     for flag, default in cli11.defaults.items():
         rows[flag] = replace(rows[flag], default=default)
     for flag in cli11.options - {f for f, spec in rows.items() if spec.argument}:
