@@ -190,3 +190,9 @@ def test_members_compared_in_a_parser_function_and_a_flat_name_set_are_read(tmp_
                       "radiance serve --busy-prefill-chunk half --kv-dtype fp4 --mode debug\n")
     found = {(f.line, f.subject) for f in lint_paths([str(script)], str(STYLES / "compare_chain.cpp")).findings}
     assert found == {(2, "--busy-prefill-chunk half"), (2, "--kv-dtype fp4")}
+
+
+def test_clap_style_help_text_gives_possible_values_and_defaults() -> None:
+    schema = load_schema(STYLES / "clap_help.txt")
+    assert schema.flags["--checkpoint-policy"].choices == ("geometric-backoff", "tip-only", "keep-all")
+    assert schema.flags["--prefill-interleave"].default == "0" and schema.flags["--prefill-interleave"].accepts_integer

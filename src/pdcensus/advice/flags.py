@@ -41,7 +41,7 @@ _STOP_WORDS = {"got", "but", "was", "found", "received", "saw", "not", "is", "in
 _INTRO = re.compile(
     r"(?i)(?:must\s+be\s+one\s+of|expected\s+one\s+of|one\s+of|valid\s+(?:values|choices|options"
     r"|names|policies)(?:\s+(?:are|is))?|(?:choices|options)(?:\s+are)?|allowed(?:\s+values)?"
-    r"(?:\s+are)?|accepted(?:\s+values)?(?:\s+are)?|supported(?:\s+values)?(?:\s+are)?"
+    r"(?:\s+are)?|accepted(?:\s+values)?(?:\s+are)?|supported(?:\s+values)?(?:\s+are)?|possible\s+values"
     r"|expected|must\s+be)\s*[:=]?\s*[\[{(<]?\s*"
 )
 _LIST = re.compile(_MEMBER + r"(?:" + _SEP + _MEMBER + r")+")
