@@ -123,3 +123,13 @@ def test_no_finding_on_a_valid_arm_in_any_format_against_any_layout_of_the_sourc
     schema = load_schema(SOURCES / source)
     left = [f.text() for f in report.findings if not (f.subject == "--model" and "--model" not in schema)]
     assert left == []
+
+
+def test_a_rules_file_checks_names_against_the_build_and_knows_the_series_it_records(tmp_path: Path) -> None:
+    scrape = tmp_path / "metrics.om"
+    scrape.write_text("# TYPE radiance:decode_tokens_per_second gauge\n"
+                      "radiance:decode_tokens_per_second{instance=\"a\"} 12.5 1700000000\n# EOF\n")
+    report = lint_paths([str(DATA / "recorded_rules.yaml")], str(SOURCE), metrics=str(scrape))
+    assert [(f.rule, f.line, f.subject) for f in report.findings] == [
+        ("metric-not-exported", 7, "radiance:decode_tokens_per_secnd")]
+    assert report.metrics_checked

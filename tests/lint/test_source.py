@@ -196,3 +196,23 @@ def test_clap_style_help_text_gives_possible_values_and_defaults() -> None:
     schema = load_schema(STYLES / "clap_help.txt")
     assert schema.flags["--checkpoint-policy"].choices == ("geometric-backoff", "tip-only", "keep-all")
     assert schema.flags["--prefill-interleave"].default == "0" and schema.flags["--prefill-interleave"].accepts_integer
+
+
+@pytest.mark.parametrize(
+    ("arm", "refused"),
+    [pytest.param("--prefill-interleave 17", True, id="above-range"),
+     pytest.param("--prefill-interleave 16", False, id="range-edge"),
+     pytest.param("--max-num-batched-tokens 63", True, id="below-at-least"),
+     pytest.param("--checkpoint-slots 0", True, id="not-positive"),
+     pytest.param("--checkpoint-slots 1", False, id="positive"),
+     pytest.param("--speculative-tokens 9", True, id="above-at-most"),
+     pytest.param("--speculative-tokens -1", True, id="negative"),
+     pytest.param("--speculative-tokens 0", False, id="zero")],
+)
+def test_bounds_stated_only_in_error_strings_are_read_when_the_check_is_a_call(
+        tmp_path: Path, arm: str, refused: bool) -> None:
+    script = tmp_path / "s.sh"
+    script.write_text(f"radiance serve {arm}\n")
+    findings = lint_paths([str(script)], str(STYLES / "stated_bounds.cpp")).findings
+    assert [f.rule for f in findings] == (["value-out-of-bounds"] if refused else [])
+    assert all("error string at line" in f.message for f in findings)

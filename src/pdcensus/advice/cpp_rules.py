@@ -35,6 +35,7 @@ _CMP = {"<", "<=", ">", ">=", "==", "!="}
 _SWAP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 _ERRORISH = re.compile(r"(?i)invalid|error|fail|bad|refuse|reject|abort")
 _QUALIFIERS = {"const", "noexcept", "override", "final"}
+_ACCESSORS = {"GetFlag", "get", "Get", "value", "load", "getFlag", "flag_value"}  # f(FLAGS_x) reads the flag
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,8 @@ class _Parser:
                 if depth == 0:
                     break
             args = [t.text for t in self.toks[start + 1:self.at - 1]]
-            simple = bool(args) and len(args) % 2 == 1 and all(re.fullmatch(r"\w+|\.|->|::", a) for a in args)
+            simple = chain[-1] in _ACCESSORS and bool(args) and len(args) % 2 == 1 and all(
+                re.fullmatch(r"\w+|\.|->|::", a) for a in args)
             flag_arg = self.to_flag(args[-1]) if simple else None
             if flag_arg is not None:
                 return ("flag", flag_arg)
@@ -296,6 +298,10 @@ def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
         owner = next((f for f in defs if f[2] < i < f[3]), None)
         local = bound_params.get(owner[2], {}) if owner is not None else {}
         cond = _Parser(tokens[i + 2:close], _with_bindings(local, to_flag), constants).parse()
+        stated = message_bound(_message(body), cond)
+        if stated is not None and (cond is None or not _flags_in(cond) or _has_unknown(cond)):
+            refusals.append(Refusal(stated, tok.line, _message(body), f"error string at line {tok.line}"))
+            continue
         if cond is None:
             continue
         if _flags_in(cond):
@@ -341,6 +347,50 @@ def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
             refusals.append(Refusal(bound, tok.line, msg,
                                     f"{tok.text} call at line {tok.line}, bound at line {line},"))
     return refusals
+
+
+_NUM = r"(-?\d+(?:\.\d+)?)"
+_STATED: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?:>=|at least|no less than|not less than|minimum(?: is)?|min(?:imum)?\s*[:=])\s*" + _NUM), "<"),
+    (re.compile(r"(?:(?<![<>=])>(?!=)|greater than|more than|above)\s*" + _NUM), "<="),
+    (re.compile(r"(?:<=|at most|no more than|not (?:be )?(?:more|greater) than|maximum(?: is)?|max(?:imum)?\s*[:=]|"
+                r"must not exceed|cannot exceed)\s*" + _NUM), ">"),
+    (re.compile(r"(?:(?<![<>=])<(?!=)|less than|below)\s*" + _NUM), ">="),
+)
+_RANGE = re.compile(r"(?:in\s*\[|range\s*\[?|between\s+|from\s+)" + _NUM + r"\s*(?:,|\.\.|-|and|to)\s*" + _NUM)
+
+
+def _has_unknown(expr: Expr) -> bool:
+    if expr[0] == "name":
+        return True
+    return any(_has_unknown(part) for part in expr[1:] if isinstance(part, tuple))
+
+
+def message_bound(message: str, cond: Expr | None) -> Expr | None:
+    """A bound an error string states for the one flag it (or its condition) names.
+
+    ``"--max-num-batched-tokens must be at least 64"``, ``"--prefill-interleave must be in
+    [0, 16]"``, ``"... must be positive"``: what the validator says it refuses, read when its
+    condition calls a function (``if (!ValidBatch(x))``) and so cannot be evaluated."""
+    named = set(re.findall(r"--[a-z0-9][a-z0-9-]*[a-z0-9]", message)) | set(_flags_in(cond) if cond else [])
+    if len(named) != 1:
+        return None
+    ref: Expr = ("flag", named.pop())
+    text = message.lower()
+    found = _RANGE.search(text)
+    if found:
+        return ("||", ("<", ref, ("num", float(found.group(1)))), (">", ref, ("num", float(found.group(2)))))
+    parts: list[Expr] = [(op, ref, ("num", float(m.group(1)))) for pattern, op in _STATED for m in pattern.finditer(text)]
+    if re.search(r"\bnon-?negative\b", text):
+        parts.append(("<", ref, ("num", 0.0)))
+    elif re.search(r"\bpositive\b", text):
+        parts.append(("<=", ref, ("num", 0.0)))
+    if not parts:
+        return None
+    out = parts[0]
+    for part in parts[1:]:
+        out = ("||", out, part)
+    return out
 
 
 def describe(expr: Expr) -> str:

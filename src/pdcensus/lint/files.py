@@ -37,6 +37,7 @@ _BY_SUFFIX = {
     ".containerfile": FileKind.DOCKERFILE,
 }
 _MAX_BYTES = 8 * 1024 * 1024
+_RECORD = re.compile(r"^\s*-?\s*record:\s*[\"']?([A-Za-z_:][A-Za-z0-9_:]*)", re.M)
 
 
 def kind_of(path: Path, head: str, named: bool) -> FileKind | None:
@@ -132,8 +133,7 @@ def lint_paths(paths: list[str], source: str, ref: str | None = None, metrics: s
         raise UsageError("give at least one file or directory to lint")
     pinned = load_pinned(source, ref)
     names = metric_names_of(metrics) if metrics else None
-    findings: list[Finding] = []
-    files: list[tuple[str, FileKind]] = []
+    read: list[tuple[str, str, FileKind]] = []
     skipped: list[str] = []
     for path, named in _walk(paths):
         try:
@@ -149,12 +149,14 @@ def lint_paths(paths: list[str], source: str, ref: str | None = None, metrics: s
             continue
         text = data.decode("utf-8", errors="replace")
         kind = kind_of(path, text[:4096], named)
-        if kind is None:
-            continue
-        files.append((str(path), kind))
-        findings.extend(lint_text(text, str(path), kind, pinned.schema, names))
-    return LintReport(tuple(findings), tuple(files), pinned.description, pinned.ref, names is not None,
-                      tuple(skipped))
+        if kind is not None:
+            read.append((str(path), text, kind))
+    if names is not None:  # series a rules file records are names its queries (and others) may use
+        names = names | {m.group(1) for _, text, kind in read if kind is FileKind.YAML
+                         for m in _RECORD.finditer(text)}
+    findings = [f for path, text, kind in read for f in lint_text(text, path, kind, pinned.schema, names)]
+    return LintReport(tuple(findings), tuple((p, k) for p, _, k in read), pinned.description, pinned.ref,
+                      names is not None, tuple(skipped))
 
 
 def metric_names_of(path: str) -> set[str]:
