@@ -10,8 +10,10 @@ A script is read as the shell would run it (words from :mod:`pdcensus.lint.shell
   assignments; ``bash -c '...'`` is read as a script; ``podman run``/``docker run``/``nerdctl
   run`` give the argv after the image (``-e RADIANCE_*=...`` are its env lines);
 * a command is the engine's when its program is ``radiance*`` (or ``python -m radiance...``),
-  or an unknown program (``"$ENGINE"``, ``./serve.sh``) given ``serve`` or a flag the pinned
-  build declares. ``git merge --ff-only``, ``curl --max-time`` and their like are never read;
+  or a program named by a path or a variable (``"$ENGINE"``, ``./serve.sh``,
+  ``/opt/bin/engine``) given ``serve`` or a flag the pinned build declares. A plain word is
+  another program (``git merge --ff-only``, ``curl --max-time``, ``vllm serve``) or output text
+  in a code block (``arm --prefill-interleave 2: ENGAGED``), and is never read;
 * variables: ``ARGS="$ARGS --flag v"``, ``args+=(--flag v)``, ``export``/``local``/
   ``declare``; ``$ARGS``, ``"${args[@]}"`` in an engine command expand to every value
   assigned anywhere in the file; ``${X:+--flag v}`` passes its words conditionally;
@@ -208,7 +210,10 @@ class ShellReader:
         if program in NON_ENGINE or (program.startswith("-") and not _FLAG.fullmatch(program)):
             self._other(args)
             return
-        if (rest and rest[0].value == "serve") or self._known(rest):
+        # an unnamed program (a path, a variable) is the engine when it is given `serve` or a
+        # flag the pinned build declares; a plain word (`arm`, `vllm`, output text) never is
+        unnamed = "/" in args[i].raw or _ANY_REF.match(args[i].raw.strip("'\"")) is not None
+        if unnamed and ((rest and rest[0].value == "serve") or self._known(rest)):
             self._engine(rest, env)
         else:
             self._other(args)

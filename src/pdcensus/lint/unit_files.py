@@ -31,7 +31,7 @@ _JSON_STRING = re.compile(r'"((?:\\.|[^"\\])*)"')
 
 
 def logical_lines(text: str, comment: str = "#") -> list[tuple[int, str, Snippet]]:
-    """``(first line, joined text, snippet)`` per instruction, continuations joined."""
+    """``(first line, text, snippet)`` per instruction, its continuation lines included."""
     out: list[tuple[int, str, Snippet]] = []
     lines = text.split("\n")
     i = 0
@@ -47,7 +47,7 @@ def logical_lines(text: str, comment: str = "#") -> list[tuple[int, str, Snippet
                     break
                 continue
             cont = raw.rstrip().endswith("\\")
-            pieces.append(raw.rstrip()[:-1] if cont else raw)
+            pieces.append(raw)  # the backslash stays: the shell tokenizer reads it as a continuation
             origins.append((i + 1, 1))
             i += 1
             if not cont or i >= len(lines):
@@ -70,7 +70,7 @@ def _exec_form(snippet: Snippet, start: int) -> list[Arg] | None:
     if not body.startswith("["):
         return None
     try:
-        values = json.loads(body)
+        values = json.loads(re.sub(r"\\[ \t]*\n", "\n", body))
     except json.JSONDecodeError:
         return None
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
