@@ -39,6 +39,8 @@ EXPECTED: dict[str, set[tuple[str, int]]] = {
     "Dockerfile.sh-c": {("unknown-enum-value", 2)},
     "kserve.json": {("value-out-of-bounds", 4), ("unknown-enum-value", 5)},
     "prompts.md": {("unknown-enum-value", 2), ("unknown-enum-value", 3)},
+    "heredocs.md": {("unknown-enum-value", 7), ("value-out-of-bounds", 11), ("unknown-enum-value", 17),
+                    ("unknown-enum-value", 20)},
     "dashboard.json": {("latency-under-radiance", 11), ("query-step-over-30s", 17), ("query-step-over-30s", 19),
                        ("query-step-over-30s", 20)},
 }

@@ -21,12 +21,14 @@ A script is read as the shell would run it (words from :mod:`pdcensus.lint.shell
   a flag of the build, is read as an argv fragment (a snippet, an env file); one expanded
   only by other programs is left alone;
 * ``RADIANCE_*=value`` anywhere (prefix, ``export``, ``env``, ``-e``, an env-file heredoc) is
-  checked as the flag it maps to.
+  checked as the flag it maps to; a heredoc that writes a script, unit, Dockerfile or manifest
+  (``cat > /etc/systemd/system/radiance.service <<EOF``) goes to that file's reader.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pdcensus.lint.checks import Checker, FlagUse
@@ -104,6 +106,7 @@ class ShellReader:
     engine: list[tuple[list[Arg], list[FlagUse]]] = field(default_factory=list)
     engine_vars: set[str] = field(default_factory=set)
     other_vars: set[str] = field(default_factory=set)
+    heredoc: Callable[[Snippet], bool] | None = None  # reads a heredoc that writes a unit, manifest...
 
     def read(self, snippet: Snippet, conditional: bool = False) -> None:
         tokens = tokenize(snippet.text)
@@ -111,6 +114,10 @@ class ShellReader:
             self.command([Arg(w.raw, snippet, w.start, cond or conditional) for w in words])
         for tok in tokens:
             if isinstance(tok, Heredoc):
+                body = tok.text[:tok.text.rstrip("\n").rfind("\n") + 1]  # without the delimiter line
+                if self.heredoc is not None and self.heredoc(_shifted(Snippet(snippet.path, body, ()),
+                                                                      Arg(body, snippet, tok.start), 0)):
+                    continue
                 for m in _ENV_LINE.finditer(tok.text):
                     arg = Arg(m.group(2).strip(), snippet, tok.start + m.start(2), conditional)
                     self._env(m.group(1), arg, snippet.position(tok.start + m.start(1)), None)
