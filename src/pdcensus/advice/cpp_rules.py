@@ -33,7 +33,9 @@ _PREC = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "
          "*": 6, "/": 6, "%": 6}
 _CMP = {"<", "<=", ">", ">=", "==", "!="}
 _SWAP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
-_ERRORISH = re.compile(r"(?i)invalid|error|fail|bad|refuse|reject|abort")
+_ERRORISH = re.compile(r"(?i)invalid|error|fail|bad|refuse|reject|abort|^err$|^err_")
+_REFUSING_WORDS = re.compile(r"(?i)invalid|error|must|refus|unknown|bad|expected|not allowed|out of range|"
+                             r"exceed|needs?|requires?|cannot|can't|too (?:small|large|big|low|high)")
 _QUALIFIERS = {"const", "noexcept", "override", "final"}
 _ACCESSORS = {"GetFlag", "get", "Get", "value", "load", "getFlag", "flag_value"}  # f(FLAGS_x) reads the flag
 
@@ -220,12 +222,18 @@ def _body(tokens: list[Token], after: int) -> tuple[int, int]:
 
 
 def _is_refusal(body: list[Token]) -> bool:
-    texts = [t.text for t in body if t.kind is TokenKind.IDENT]
-    if "throw" in texts:
+    """The body of an ``if`` that refuses: it throws, returns an error (``InvalidArgument(...)``,
+    ``false``, a non-zero code), or sets an error, with wording of a refusal if it says anything."""
+    texts = [t.text for t in body]
+    if "throw" in texts or any(t.kind is TokenKind.IDENT and _ERRORISH.search(t.text) for t in body):
         return True
-    if "return" not in texts and not any(t.text == "=" for t in body):
-        return False
-    return any(t.kind is TokenKind.STRING for t in body) or any(_ERRORISH.search(t) for t in texts)
+    if any(t.kind is TokenKind.STRING and _REFUSING_WORDS.search(t.text) for t in body) and (
+            "return" in texts or "=" in texts or "exit" in texts):
+        return True
+    for k, text in enumerate(texts[:-1]):
+        if text == "return" and (texts[k + 1] == "false" or re.fullmatch(r"-?[1-9]\d*", texts[k + 1])):
+            return True
+    return False
 
 
 def _constants(tokens: list[Token]) -> dict[str, float]:
@@ -346,7 +354,10 @@ def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
             bound: Expr = (op, ("flag", flag), ("num", value))
             refusals.append(Refusal(bound, tok.line, msg,
                                     f"{tok.text} call at line {tok.line}, bound at line {line},"))
-    return refusals
+    unique: dict[tuple[Expr, int], Refusal] = {}
+    for refusal in refusals:  # a helper defined twice (two namespaces) bounds each call once
+        unique.setdefault((refusal.condition, refusal.line), refusal)
+    return list(unique.values())
 
 
 _NUM = r"(-?\d+(?:\.\d+)?)"
