@@ -45,6 +45,7 @@ from pdcensus.lint.shell import Word, tokenize
 from pdcensus.lint.shell_read import Arg, ShellReader
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when the wheel has it: same nodes and marks
+_HELM = re.compile(r"\{\{-?\s*(?:\.|\$|include\b|toYaml\b|template\b|if\b|range\b|with\b|end\b|tpl\b|default\b)")
 _CONTAINER_KEYS = {"containers", "initContainers", "ephemeralContainers"}
 
 
@@ -118,15 +119,19 @@ class DeployReader:
             into.append(use)
 
     def read(self, text: str) -> None:
+        template = _HELM.search(text)
+        if template is not None:  # read what parses, and say the template's values are not
+            self.checker.add("unreadable-yaml", Severity.INFO, self.whole.position(template.start()), self.path,
+                             "a Helm template, not rendered YAML: its {{ ... }} values are not checked; "
+                             "lint the output of `helm template`")
         try:
             documents = list(yaml.compose_all(text, Loader=_LOADER))
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            at = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-            helm = "{{" in text
-            self.checker.add("unreadable-yaml", Severity.INFO if helm else Severity.WARNING, at, self.path,
-                             "a Helm template, not rendered YAML: lint the output of `helm template`"
-                             if helm else f"not readable as YAML ({str(exc).splitlines()[0]}); not checked")
+            if template is None:
+                mark = getattr(exc, "problem_mark", None)
+                at = self.whole.position(mark.index) if mark is not None else (1, 1)
+                self.checker.add("unreadable-yaml", Severity.WARNING, at, self.path,
+                                 f"not readable as YAML ({str(exc).splitlines()[0]}); not checked")
             return
         for doc in documents:
             if doc is not None:
