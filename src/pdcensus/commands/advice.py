@@ -23,11 +23,12 @@ def lint(
     paths: Annotated[list[str], typer.Argument(help="Files and directories to check: runbooks (Markdown), serve "
                                                "scripts, Kubernetes/Helm/compose YAML, Dockerfiles, systemd "
                                                "units, rules files, Grafana dashboards.")],
-    source: Annotated[str, typer.Option("--source", help="Pinned source: core/config.cpp-shaped C++ or --help text, "
+    source: Annotated[str, typer.Option("--source", envvar="PDCENSUS_SOURCE",
+                                        help="Pinned source: core/config.cpp-shaped C++ or --help text, "
                                         "a directory holding core/config.cpp (or a sim output dir), a git "
                                         "repository (with --ref), or a source tarball.")],
-    ref: Annotated[Optional[str], typer.Option("--ref", help="Git tag or commit of --source to read "
-                                               "core/config.cpp from (git show REF:core/config.cpp).")] = None,
+    ref: Annotated[Optional[str], typer.Option("--ref", envvar="PDCENSUS_REF", help="Git tag or commit of --source "
+                                               "to read core/config.cpp from (git show REF:core/config.cpp).")] = None,
     metrics: Annotated[Optional[str], typer.Option("--metrics", help="A scrape or recording of the pinned build: "
                                                    "metric names it does not export are findings.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
