@@ -41,6 +41,7 @@ EXPECTED: dict[str, set[tuple[str, int]]] = {
     "prompts.md": {("unknown-enum-value", 2), ("unknown-enum-value", 3)},
     "heredocs.md": {("unknown-enum-value", 7), ("value-out-of-bounds", 11), ("unknown-enum-value", 17),
                     ("unknown-enum-value", 20)},
+    "serve_functions.sh": {("unknown-enum-value", 19), ("non-integer-value", 23)},
     "dashboard.json": {("latency-under-radiance", 11), ("query-step-over-30s", 17), ("query-step-over-30s", 19),
                        ("query-step-over-30s", 20)},
 }

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from pdcensus.lint.checks import Checker, FlagUse
 from pdcensus.lint.model import Snippet
-from pdcensus.lint.shell import Heredoc, Word, commands, is_assignment, tokenize, unquote
+from pdcensus.lint.shell import Heredoc, Op, Token, Word, commands, is_assignment, tokenize, unquote
 
 NON_ENGINE = frozenset({
     "curl", "wget", "kubectl", "tr", "grep", "egrep", "fgrep", "sed", "awk", "promtool", "prometheus",
@@ -107,9 +107,12 @@ class ShellReader:
     engine_vars: set[str] = field(default_factory=set)
     other_vars: set[str] = field(default_factory=set)
     heredoc: Callable[[Snippet], bool] | None = None  # reads a heredoc that writes a unit, manifest...
+    forwarders: set[str] = field(default_factory=set)  # functions whose arguments reach the engine
+    _spans: list[tuple[str, int, int]] = field(default_factory=list)
 
     def read(self, snippet: Snippet, conditional: bool = False) -> None:
         tokens = tokenize(snippet.text)
+        self._spans = _function_spans(tokens)
         for words, cond in commands(tokens):
             self.command([Arg(w.raw, snippet, w.start, cond or conditional) for w in words])
         for tok in tokens:
@@ -164,6 +167,9 @@ class ShellReader:
             self._flush_env(env)
             return
         program = args[i].value.rsplit("/", 1)[-1]
+        if program in self.forwarders:  # launch() { exec radiance serve ... "$@"; }; launch --flag v
+            self._engine(args[i + 1:], env)
+            return
         if program in {"$", "%"}:  # a prompt copied with the command
             self.command(args[i + 1:], env)
             return
@@ -256,6 +262,10 @@ class ShellReader:
         for arg in argv:
             self.engine_vars.update(m.group(1) for m in _ANY_REF.finditer(arg.raw))
         self.engine.append((argv, env))
+        if argv and any(a.raw.strip('"') in {"$@", "$*", "${@}", "${*}"} for a in argv):
+            for name, lo, hi in self._spans:  # a function that passes its arguments to the engine
+                if lo <= argv[0].start <= hi:
+                    self.forwarders.add(name)
 
     def _container(self, rest: list[Arg], env: list[FlagUse]) -> None:
         values = [a.value for a in rest]
@@ -388,3 +398,30 @@ def _shifted(inner: Snippet, at: Arg, quote: int) -> Snippet:
         origins.append(at.snippet.position(base + offset))
         offset += len(piece) + 1
     return Snippet(inner.path, inner.text, tuple(origins))
+
+
+def _function_spans(tokens: list[Token]) -> list[tuple[str, int, int]]:
+    """``(name, start, end)`` offsets of each ``name() { ... }`` / ``function name { ... }``."""
+    spans: list[tuple[str, int, int]] = []
+    words = [t for t in tokens if isinstance(t, (Word, Op)) and not (isinstance(t, Op) and t.text == "\n")]
+    for k, tok in enumerate(words):
+        if not isinstance(tok, Word):
+            continue
+        name, at = None, k + 1
+        if tok.raw == "function" and k + 1 < len(words) and isinstance(words[k + 1], Word):
+            name, at = getattr(words[k + 1], "raw", ""), k + 2
+            if at + 1 < len(words) and getattr(words[at], "text", "") == "(" \
+                    and getattr(words[at + 1], "text", "") == ")":
+                at += 2
+        elif k + 2 < len(words) and getattr(words[k + 1], "text", "") == "(" and getattr(words[k + 2], "text", "") == ")":
+            name, at = tok.raw, k + 3
+        if name is None or at >= len(words) or getattr(words[at], "raw", "") != "{":
+            continue
+        depth = 0
+        for end in range(at, len(words)):
+            raw = getattr(words[end], "raw", None)
+            depth += 1 if raw == "{" else -1 if raw == "}" else 0
+            if depth == 0:
+                spans.append((name, tok.start, words[end].start))
+                break
+    return spans
