@@ -216,3 +216,16 @@ def test_bounds_stated_only_in_error_strings_are_read_when_the_check_is_a_call(
     findings = lint_paths([str(script)], str(STYLES / "stated_bounds.cpp")).findings
     assert [f.rule for f in findings] == (["value-out-of-bounds"] if refused else [])
     assert all("error string at line" in f.message for f in findings)
+
+
+def test_a_help_table_naming_flags_without_dashes_is_read_and_member_tables_are_not_flags() -> None:
+    schema = load_schema(STYLES / "dashless_table.cpp")
+    assert set(schema.flags) == {"--model", "--prefill-interleave", "--max-num-batched-tokens", "--checkpoint-policy"}
+    assert schema.flags["--prefill-interleave"].accepts_integer
+    assert schema.flags["--checkpoint-policy"].choices == ("geometric-backoff", "tip-only", "keep-all")
+    assert not {"--tip-only", "--keep-all"} & set(load_schema(XMACRO).flags)  # {"tip-only", Policy::kTip} rows
+
+
+def test_the_simulators_member_tables_beside_a_dashes_literal_are_not_read_as_flags() -> None:
+    schema = parse_config_source(render_config_source())  # has "--" and {"tip-only", Policy::kTipOnly} rows
+    assert not {"--geometric-backoff", "--tip-only", "--keep-all"} & set(schema.flags)

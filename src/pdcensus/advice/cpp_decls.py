@@ -12,7 +12,9 @@ LTS 2024-01; CLI11 ``CLI/Validators.hpp`` 2.4; glibc ``getopt_long(3)``):
 * CLI11 ``add_option("--name", var, "help")`` with its chained ``->check(CLI::Range(a, b))``,
   ``CLI::PositiveNumber``, ``CLI::NonNegativeNumber``, ``CLI::IsMember({...})`` and
   ``->default_val(v)``;
-* ``struct option`` tables for ``getopt_long`` (``{"name", required_argument, 0, 'n'}``).
+* ``struct option`` tables for ``getopt_long`` (``{"name", required_argument, 0, 'n'}``);
+* help tables whose rows name flags without the dashes (``{"prefill-interleave", "N",
+  "help"}``) in a source that pastes ``"--"`` on when it prints or matches them.
 
 A flag declared by an identifier is spelled with dashes (``prefill_interleave`` is
 ``--prefill-interleave``), the runbooks' spelling; both spellings are accepted for these.
@@ -180,3 +182,37 @@ def _validator(inner: list[Token], flag: str, line: int) -> Refusal | None:
             cond: Expr = ("||", ("<", ref, ("num", bounds[0])), (">", ref, ("num", bounds[1])))
             return Refusal(cond, line, f"CLI::Range({bounds[0]:g}, {bounds[1]:g})", f"CLI11 check at line {line},")
     return None
+
+
+_KEBAB = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+$")
+_WORD = re.compile(r"^[a-z][a-z0-9]*$")
+_INT_KIND = re.compile(r"(?i)(?:^|::|k)(?:int|integer|long|size|count|uint\w*|int\w*)$")
+
+
+def dashless_rows(tokens: list[Token]) -> list[Declared]:
+    """Help tables that list names without the dashes (``{"prefill-interleave", "N", "help"}``),
+    in a source that prints or matches them with ``"--"`` pasted on (``"--" + row.name``)."""
+    if not any(t.kind is TokenKind.STRING and (t.text == "--" or t.text.startswith(("--%", "--{"))) for t in tokens):
+        return []
+    found: list[Declared] = []
+    for i, tok in enumerate(tokens):
+        if tok.text != "{" or tok.kind is not TokenKind.PUNCT:
+            continue
+        close = i + 1
+        while close < len(tokens) and not (tokens[close].text == "}" and tokens[close].depth == tok.depth):
+            close += 1
+        rows = [item for item in group_items(tokens, i, close) if item[0].text == "{"]
+        named = [row for row in rows if len(row) > 2 and row[1].kind is TokenKind.STRING
+                 and (_KEBAB.match(row[1].text) or _WORD.match(row[1].text))
+                 and any(t.kind is TokenKind.STRING and " " in t.text for t in row[2:])]  # a help text
+        if len(named) < 3 or len(named) < len(rows) or sum(bool(_KEBAB.match(r[1].text)) for r in named) * 2 < len(named):
+            continue
+        for row in named:
+            strings = [t.text for t in row[2:] if t.kind is TokenKind.STRING]
+            idents = [t.text for t in row[2:] if t.kind is TokenKind.IDENT]
+            metavar = strings[0] if len(strings) >= 2 or (strings and re.fullmatch(r"[A-Z<][A-Z0-9_|<>.-]*", strings[0])) \
+                else ""
+            integer = any(_INT_KIND.search(x) for x in idents) or metavar in {"N", "INT", "<n>", "TOKENS", "COUNT"}
+            found.append(Declared("--" + row[1].text, metavar or ("N" if integer else ""), strings[-1] if strings else "",
+                                  row[1].line, None, integer))
+    return found

@@ -28,7 +28,7 @@ from enum import Enum
 
 from pdcensus.advice.cpp_rules import Refusal, functions, read_refusals
 from pdcensus.advice.cpp_tables import macro_rows, table_members
-from pdcensus.advice.cpp_decls import cli11_checks, macro_declarations
+from pdcensus.advice.cpp_decls import cli11_checks, dashless_rows, macro_declarations
 from pdcensus.advice.cpp_text import (
     FLAG_RE as FLAG_RE, WHOLE_FLAG as _WHOLE_FLAG, Token, TokenKind, enclosing_group, flag_mentions as _flag_mentions, group_items,
     ident_flag as _ident_flag, kebab as _kebab, tokenize,
@@ -275,7 +275,7 @@ def parse_config_source(text: str, source: str = "<config.cpp>") -> FlagSchema:
                                   f"help table line {line}" if members else "", integer,
                                   default_m.group(1).strip() if default_m else None)
     declared, bindings = macro_declarations(tokens)
-    for d in declared:
+    for d in declared + dashless_rows(tokens):
         if d.name not in rows:
             rows[d.name] = FlagSpec(d.name, d.argument, d.help, d.line, accepts_integer=d.integer, default=d.default)
     for tok in tokens:  # a flag the parser compares against is a flag it accepts
