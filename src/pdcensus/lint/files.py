@@ -92,14 +92,14 @@ def _nested(snippet: Snippet, checker: Checker, read: NestedReader) -> None:
         checker.add(f.rule, f.severity, (line, col + f.col - 1), f.subject, f.message, f.conditional)
 
 
-def _heredoc(snippet: Snippet, checker: Checker, shell: ShellReader) -> bool:
+def _heredoc(snippet: Snippet, checker: Checker, reader: ShellReader) -> bool:
     """A heredoc body that is a file lint reads (told by its content), read as that file."""
     head = snippet.text[:4096]
     kind = kind_of(Path("heredoc"), head, named=False)
     if kind is None and re.search(r"(?m)^(?:apiVersion|services|groups):", head):
         kind = FileKind.YAML
     if kind is FileKind.SHELL:
-        shell.read(snippet)
+        reader.read(snippet)
         return True
     readers: dict[FileKind, NestedReader] = {
         FileKind.YAML: lambda t, c, s: DeployReader(c, s, checker.path, t).read(t),
@@ -117,7 +117,7 @@ def lint_text(text: str, path: str, kind: FileKind, schema: FlagSchema,
     """Findings for one file's text read as ``kind``, ordered by line and column."""
     checker = Checker(schema, path, metric_names)
     shell = ShellReader(checker)
-    shell.heredoc = functools.partial(_heredoc, checker=checker, shell=shell)
+    shell.heredoc = functools.partial(_heredoc, checker=checker, reader=shell)
     if kind is FileKind.MARKDOWN:
         nested: dict[str, NestedReader] = {
             "yaml": lambda t, c, s: DeployReader(c, s, path, t).read(t),
