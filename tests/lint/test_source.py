@@ -229,3 +229,12 @@ def test_a_help_table_naming_flags_without_dashes_is_read_and_member_tables_are_
 def test_the_simulators_member_tables_beside_a_dashes_literal_are_not_read_as_flags() -> None:
     schema = parse_config_source(render_config_source())  # has "--" and {"tip-only", Policy::kTipOnly} rows
     assert not {"--geometric-backoff", "--tip-only", "--keep-all"} & set(schema.flags)
+
+
+def test_min_and_max_fields_of_help_rows_are_bounds_when_the_validator_reads_them(tmp_path: Path) -> None:
+    script = tmp_path / "s.sh"
+    script.write_text("radiance serve --prefill-interleave 17 --max-num-seqs 2000 --prefill-span -1\n"
+                      "radiance serve --prefill-interleave 16 --max-num-seqs 1 --max-num-batched-tokens 64\n")
+    findings = lint_paths([str(script)], str(STYLES / "minmax_table.cpp")).findings
+    assert {(f.line, f.subject) for f in findings} == {(1, "--prefill-interleave 17"), (1, "--max-num-seqs 2000")}
+    assert all("help table line" in f.message for f in findings)

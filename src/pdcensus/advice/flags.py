@@ -28,7 +28,7 @@ from enum import Enum
 
 from pdcensus.advice.cpp_rules import Refusal, functions, read_refusals
 from pdcensus.advice.cpp_tables import macro_rows, table_members
-from pdcensus.advice.cpp_decls import cli11_checks, dashless_rows, macro_declarations
+from pdcensus.advice.cpp_decls import cli11_checks, dashless_rows, macro_declarations, table_bounds
 from pdcensus.advice.cpp_text import (
     FLAG_RE as FLAG_RE, WHOLE_FLAG as _WHOLE_FLAG, Token, TokenKind, enclosing_group, flag_mentions as _flag_mentions, group_items,
     ident_flag as _ident_flag, kebab as _kebab, tokenize,
@@ -314,7 +314,8 @@ def parse_config_source(text: str, source: str = "<config.cpp>") -> FlagSchema:
         raise DataError(f"{source}: no flag found (expected a help table of \"--flag\" string "
                         "literals, or --help text)")
     refusals = read_refusals(tokens, lambda ident: _ident_flag(ident, known),
-                             lambda index: _flag_of_statement(tokens, index, known), bindings) + cli11.refusals
+                             lambda index: _flag_of_statement(tokens, index, known), bindings) + cli11.refusals \
+        + table_bounds(tokens, known)
     return FlagSchema(dict(sorted(rows.items())), source, SchemaKind.CPP_SOURCE, tuple(unattached),
                       tuple(refusals))
 
