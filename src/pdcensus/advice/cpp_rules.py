@@ -24,20 +24,17 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from pdcensus.advice.cpp_expr import Expr, Parser, describe, evaluate, flags_in, number, with_bindings
 from pdcensus.advice.cpp_text import Token, TokenKind, group_items
 
-Expr = tuple[object, ...]  # ("num", v) | ("flag", f) | ("name", n) | ("not", e) | ("neg", e) | (op, a, b)
+__all__ = ["Expr", "Refusal", "describe", "evaluate", "functions", "message_bound", "read_refusals"]
 
-_MERGE = {"&&", "||", "==", "!=", "<=", ">=", "->", "::"}
-_PREC = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "+": 5, "-": 5,
-         "*": 6, "/": 6, "%": 6}
 _CMP = {"<", "<=", ">", ">=", "==", "!="}
 _SWAP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
 _ERRORISH = re.compile(r"(?i)invalid|error|fail|bad|refuse|reject|abort|^err$|^err_")
 _REFUSING_WORDS = re.compile(r"(?i)invalid|error|must|refus|unknown|bad|expected|not allowed|out of range|"
                              r"exceed|needs?|requires?|cannot|can't|too (?:small|large|big|low|high)")
 _QUALIFIERS = {"const", "noexcept", "override", "final"}
-_ACCESSORS = {"GetFlag", "get", "Get", "value", "load", "getFlag", "flag_value"}  # f(FLAGS_x) reads the flag
 
 
 @dataclass(frozen=True)
@@ -50,157 +47,7 @@ class Refusal:
     origin: str = ""
 
     def flags(self) -> list[str]:
-        return list(dict.fromkeys(_flags_in(self.condition)))
-
-
-def _flags_in(expr: Expr) -> list[str]:
-    if expr[0] == "flag":
-        return [str(expr[1])]
-    return [f for part in expr[1:] if isinstance(part, tuple) for f in _flags_in(part)]
-
-
-def evaluate(expr: Expr, values: Mapping[str, float]) -> float | None:
-    """The expression's value (a comparison is 1.0/0.0), None when it cannot be known."""
-    kind = expr[0]
-    if kind == "num":
-        return float(expr[1])  # type: ignore[arg-type]
-    if kind == "flag":
-        return values.get(str(expr[1]))
-    if kind == "name":
-        return None
-    if kind in {"not", "neg"}:
-        inner = evaluate(expr[1], values)  # type: ignore[arg-type]
-        if inner is None:
-            return None
-        return float(inner == 0) if kind == "not" else -inner
-    a = evaluate(expr[1], values)  # type: ignore[arg-type]
-    if kind in {"&&", "||"}:
-        if a is not None and (a == 0) == (kind == "&&"):
-            return float(kind == "||")
-        b = evaluate(expr[2], values)  # type: ignore[arg-type]
-        if b is not None and (b == 0) == (kind == "&&"):
-            return float(kind == "||")
-        return None if a is None or b is None else float(kind == "&&")
-    b = evaluate(expr[2], values)  # type: ignore[arg-type]
-    if a is None or b is None:
-        return None
-    ops: dict[str, Callable[[float, float], float | None]] = {
-        "<": lambda x, y: float(x < y), "<=": lambda x, y: float(x <= y),
-        ">": lambda x, y: float(x > y), ">=": lambda x, y: float(x >= y),
-        "==": lambda x, y: float(x == y), "!=": lambda x, y: float(x != y),
-        "+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
-        "/": lambda x, y: None if y == 0 else x / y, "%": lambda x, y: None if y == 0 else x % y,
-    }
-    return ops[str(kind)](a, b)
-
-
-def _merged(tokens: list[Token]) -> list[Token]:
-    out: list[Token] = []
-    for tok in tokens:
-        if out and tok.kind is TokenKind.PUNCT and out[-1].kind is TokenKind.PUNCT \
-                and out[-1].text + tok.text in _MERGE:
-            prev = out.pop()
-            tok = Token(TokenKind.PUNCT, prev.text + tok.text, prev.line, prev.depth)
-        out.append(tok)
-    return out
-
-
-def _number(text: str) -> float | None:
-    clean = text.replace("'", "").rstrip("uUlLfF")
-    try:
-        return float(int(clean, 0)) if re.fullmatch(r"0[xX][0-9a-fA-F]+|\d+", clean) else float(clean)
-    except ValueError:
-        return None
-
-
-class _Parser:
-    """A precedence-climbing parser over a condition's tokens; ``None`` for what it cannot read."""
-
-    def __init__(self, tokens: list[Token], to_flag: Callable[[str], str | None],
-                 constants: Mapping[str, float]) -> None:
-        self.toks = _merged(tokens)
-        self.at = 0
-        self.to_flag = to_flag
-        self.constants = constants
-
-    def peek(self) -> str | None:
-        return self.toks[self.at].text if self.at < len(self.toks) else None
-
-    def parse(self) -> Expr | None:
-        expr = self.binary(1)
-        return expr if self.at == len(self.toks) else None
-
-    def binary(self, floor: int) -> Expr | None:
-        left = self.unary()
-        while left is not None and self.peek() in _PREC and _PREC[str(self.peek())] >= floor:
-            op = str(self.peek())
-            self.at += 1
-            right = self.binary(_PREC[op] + 1)
-            if right is None:
-                return None
-            left = (op, left, right)
-        return left
-
-    def unary(self) -> Expr | None:
-        text = self.peek()
-        if text in {"!", "-"}:
-            self.at += 1
-            inner = self.unary()
-            return None if inner is None else ("not" if text == "!" else "neg", inner)
-        return self.primary()
-
-    def primary(self) -> Expr | None:
-        if self.at >= len(self.toks):
-            return None
-        tok = self.toks[self.at]
-        if tok.text == "(":
-            self.at += 1
-            inner = self.binary(1)
-            if self.peek() != ")":
-                return None
-            self.at += 1
-            return inner
-        if tok.kind is TokenKind.NUMBER:
-            self.at += 1
-            value = _number(tok.text)
-            return None if value is None else ("num", value)
-        if tok.kind is not TokenKind.IDENT:
-            return None
-        chain = [tok.text]
-        self.at += 1
-        while self.peek() in {".", "->", "::"} and self.at + 1 < len(self.toks) \
-                and self.toks[self.at + 1].kind is TokenKind.IDENT:
-            chain.append(self.toks[self.at + 1].text)
-            self.at += 2
-        if self.peek() == "(":  # a call: unknown, except an accessor such as .value() or GetFlag(FLAGS_x)
-            start, depth = self.at, 0
-            while self.at < len(self.toks):
-                depth += {"(": 1, ")": -1}.get(self.toks[self.at].text, 0)
-                self.at += 1
-                if depth == 0:
-                    break
-            args = [t.text for t in self.toks[start + 1:self.at - 1]]
-            simple = chain[-1] in _ACCESSORS and bool(args) and len(args) % 2 == 1 and all(
-                re.fullmatch(r"\w+|\.|->|::", a) for a in args)
-            flag_arg = self.to_flag(args[-1]) if simple else None
-            if flag_arg is not None:
-                return ("flag", flag_arg)
-            if chain[-1] in {"value", "get", "count"} and len(chain) > 1:
-                chain.pop()
-            else:
-                return ("name", ".".join(chain))
-        if chain[-1] in {"true", "false"}:
-            return ("num", float(chain[-1] == "true"))
-        if chain[-1] in self.constants:
-            return ("num", self.constants[chain[-1]])
-        flag = self.to_flag(chain[-1])
-        return ("flag", flag) if flag is not None else ("name", chain[-1])
-
-
-def _with_bindings(local: Mapping[str, str], to_flag: Callable[[str], str | None]) -> Callable[[str], str | None]:
-    def resolve(ident: str) -> str | None:
-        return local.get(ident) or to_flag(ident)
-    return resolve
+        return list(dict.fromkeys(flags_in(self.condition)))
 
 
 def _matching(tokens: list[Token], open_at: int) -> int:
@@ -243,7 +90,7 @@ def _constants(tokens: list[Token]) -> dict[str, float]:
                 and tokens[i + 2].kind is TokenKind.NUMBER and tokens[i + 3:i + 4]
                 and tokens[i + 3].text == ";"
                 and any(t.text in {"const", "constexpr"} for t in tokens[max(0, i - 4):i])):
-            value = _number(tokens[i + 2].text)
+            value = number(tokens[i + 2].text)
             if value is not None:
                 out[tokens[i].text] = value
     return out
@@ -305,14 +152,14 @@ def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
             continue
         owner = next((f for f in defs if f[2] < i < f[3]), None)
         local = bound_params.get(owner[2], {}) if owner is not None else {}
-        cond = _Parser(tokens[i + 2:close], _with_bindings(local, to_flag), constants).parse()
+        cond = Parser(tokens[i + 2:close], with_bindings(local, to_flag), constants).parse()
         stated = message_bound(_message(body), cond)
-        if stated is not None and (cond is None or not _flags_in(cond) or _has_unknown(cond)):
+        if stated is not None and (cond is None or not flags_in(cond) or _has_unknown(cond)):
             refusals.append(Refusal(stated, tok.line, _message(body), f"error string at line {tok.line}"))
             continue
         if cond is None:
             continue
-        if _flags_in(cond):
+        if flags_in(cond):
             refusals.append(Refusal(cond, tok.line, _message(body), f"validator line {tok.line}"))
             continue
         if owner is None or cond[0] not in _CMP:
@@ -348,7 +195,7 @@ def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
             if param >= len(args) or len(args[param]) != 1:
                 continue
             arg = args[param][0]
-            value = _number(arg.text) if arg.kind is TokenKind.NUMBER else constants.get(arg.text)
+            value = number(arg.text) if arg.kind is TokenKind.NUMBER else constants.get(arg.text)
             if value is None:
                 continue
             bound: Expr = (op, ("flag", flag), ("num", value))
@@ -383,7 +230,7 @@ def message_bound(message: str, cond: Expr | None) -> Expr | None:
     ``"--max-num-batched-tokens must be at least 64"``, ``"--prefill-interleave must be in
     [0, 16]"``, ``"... must be positive"``: what the validator says it refuses, read when its
     condition calls a function (``if (!ValidBatch(x))``) and so cannot be evaluated."""
-    named = set(re.findall(r"--[a-z0-9][a-z0-9-]*[a-z0-9]", message)) | set(_flags_in(cond) if cond else [])
+    named = set(re.findall(r"--[a-z0-9][a-z0-9-]*[a-z0-9]", message)) | set(flags_in(cond) if cond else [])
     if len(named) != 1:
         return None
     ref: Expr = ("flag", named.pop())
@@ -404,16 +251,3 @@ def message_bound(message: str, cond: Expr | None) -> Expr | None:
     return out
 
 
-def describe(expr: Expr) -> str:
-    """The condition written back as C-like text, for a finding's message."""
-    kind = expr[0]
-    if kind == "num":
-        value = float(expr[1])  # type: ignore[arg-type]
-        return str(int(value)) if value.is_integer() else str(value)
-    if kind in {"flag", "name"}:
-        return str(expr[1])
-    if kind == "not":
-        return "!(" + describe(expr[1]) + ")"  # type: ignore[arg-type]
-    if kind == "neg":
-        return "-" + describe(expr[1])  # type: ignore[arg-type]
-    return f"{describe(expr[1])} {kind} {describe(expr[2])}"  # type: ignore[arg-type]

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from pdcensus.lint.checks import Checker, FlagUse
 from pdcensus.lint.model import Snippet
-from pdcensus.lint.shell import Heredoc, Op, Token, Word, commands, is_assignment, tokenize, unquote
+from pdcensus.lint.shell import Heredoc, Word, commands, function_spans, is_assignment, tokenize, unquote
 
 NON_ENGINE = frozenset({
     "curl", "wget", "kubectl", "tr", "grep", "egrep", "fgrep", "sed", "awk", "promtool", "prometheus",
@@ -49,10 +49,10 @@ NON_ENGINE = frozenset({
 _PREFIX_ARGS = {  # prefix program -> its options that take a value
     "sudo": {"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "--user", "--group"},
     "env": {"-u", "-C", "-S", "--unset", "--chdir", "--split-string"},
-    "exec": {"-a"}, "nohup": set(), "time": set(), "command": set(), "builtin": set(),
-    "setsid": set(), "stdbuf": {"-i", "-o", "-e"}, "nice": {"-n", "--adjustment"},
-    "ionice": {"-c", "-n", "-p"}, "chrt": set(), "numactl": {"-N", "-m", "-C", "-p", "-i"},
-    "tini": set(), "dumb-init": set(), "runuser": {"-u", "-g"}, "systemd-run": {"-p", "-u"},
+    "exec": {"-a"}, "nohup": set(), "time": set(), "command": set(), "builtin": set(), "setsid": set(),
+    "stdbuf": {"-i", "-o", "-e"}, "nice": {"-n", "--adjustment"}, "ionice": {"-c", "-n", "-p"}, "chrt": set(),
+    "numactl": {"-N", "-m", "-C", "-p", "-i"}, "tini": set(), "dumb-init": set(), "runuser": {"-u", "-g"},
+    "systemd-run": {"-p", "-u"},
 }
 _NEEDS_OPERAND = {"timeout": 1, "taskset": 1, "gosu": 1, "su-exec": 1, "chrt": 1}
 _CONTAINER = {"podman", "docker", "nerdctl"}
@@ -70,7 +70,7 @@ _PLAIN_REF = re.compile(r"\$(?:([A-Za-z_]\w*)|\{([A-Za-z_]\w*)(?:\[[@*]\])?\})")
 _OP_REF = re.compile(r"\$\{([A-Za-z_]\w*)(:?[-+=?])(.*)\}", re.S)
 _ANY_REF = re.compile(r"\$\{?([A-Za-z_]\w*)")
 _ENV_LINE = re.compile(r"^\s*(?:export\s+)?(RADIANCE_[A-Z0-9_]+)=(.*)$", re.M)
-_NEGATIVE = re.compile(r"-\d+(?:\.\d+)?")
+_NEGATIVE = re.compile(r"-\d+(?:\.\d+)?")  # a negative value, not an option
 
 
 @dataclass(frozen=True)
@@ -112,7 +112,7 @@ class ShellReader:
 
     def read(self, snippet: Snippet, conditional: bool = False) -> None:
         tokens = tokenize(snippet.text)
-        self._spans = _function_spans(tokens)
+        self._spans = function_spans(tokens)
         for words, cond in commands(tokens):
             self.command([Arg(w.raw, snippet, w.start, cond or conditional) for w in words])
         for tok in tokens:
@@ -232,11 +232,8 @@ class ShellReader:
             self._other(args)
 
     def image_argv(self, argv: list[Arg], env: list[FlagUse], image: str | None = None) -> None:
-        """The argv a container passes to its image's entrypoint.
-
-        The entrypoint is taken as the engine when the argv starts with a flag or ``serve`` and
-        the image is radiance's (or unknown), or when the argv passes a flag the build declares.
-        """
+        """The argv a container passes to its image's entrypoint: the engine's when it starts with a
+        flag or ``serve`` and the image is radiance's (or unknown), or it passes a declared flag."""
         ours = image is None or "radiance" in image.lower() or self._known(argv)
         if argv and (argv[0].value.startswith("-") or argv[0].value == "serve") and ours:
             self._engine(argv[1:] if argv[0].value == "serve" else argv, env)
@@ -399,29 +396,3 @@ def _shifted(inner: Snippet, at: Arg, quote: int) -> Snippet:
         offset += len(piece) + 1
     return Snippet(inner.path, inner.text, tuple(origins))
 
-
-def _function_spans(tokens: list[Token]) -> list[tuple[str, int, int]]:
-    """``(name, start, end)`` offsets of each ``name() { ... }`` / ``function name { ... }``."""
-    spans: list[tuple[str, int, int]] = []
-    words = [t for t in tokens if isinstance(t, (Word, Op)) and not (isinstance(t, Op) and t.text == "\n")]
-    for k, tok in enumerate(words):
-        if not isinstance(tok, Word):
-            continue
-        name, at = None, k + 1
-        if tok.raw == "function" and k + 1 < len(words) and isinstance(words[k + 1], Word):
-            name, at = getattr(words[k + 1], "raw", ""), k + 2
-            if at + 1 < len(words) and getattr(words[at], "text", "") == "(" \
-                    and getattr(words[at + 1], "text", "") == ")":
-                at += 2
-        elif k + 2 < len(words) and getattr(words[k + 1], "text", "") == "(" and getattr(words[k + 2], "text", "") == ")":
-            name, at = tok.raw, k + 3
-        if name is None or at >= len(words) or getattr(words[at], "raw", "") != "{":
-            continue
-        depth = 0
-        for end in range(at, len(words)):
-            raw = getattr(words[end], "raw", None)
-            depth += 1 if raw == "{" else -1 if raw == "}" else 0
-            if depth == 0:
-                spans.append((name, tok.start, words[end].start))
-                break
-    return spans
