@@ -238,3 +238,14 @@ def test_min_and_max_fields_of_help_rows_are_bounds_when_the_validator_reads_the
     findings = lint_paths([str(script)], str(STYLES / "minmax_table.cpp")).findings
     assert {(f.line, f.subject) for f in findings} == {(1, "--prefill-interleave 17"), (1, "--max-num-seqs 2000")}
     assert all("help table line" in f.message for f in findings)
+
+
+def test_a_usage_string_printed_by_the_parser_is_read_as_help_text_line_by_line(tmp_path: Path) -> None:
+    schema = load_schema(STYLES / "usage_string.cpp")
+    assert set(schema.flags) == {"--model", "--prefill-interleave", "--checkpoint-policy", "--max-num-batched-tokens"}
+    assert schema.flags["--checkpoint-policy"].choices == ("geometric-backoff", "tip-only", "keep-all")
+    assert schema.flags["--model"].choices == ()  # the list on another line of the string is not --model's
+    script = tmp_path / "s.sh"
+    script.write_text("radiance serve --checkpoint-policy keepall --max-num-batched-tokens 32 --prefill-interleave x\n")
+    rules = {f.rule for f in lint_paths([str(script)], str(STYLES / "usage_string.cpp")).findings}
+    assert rules == {"unknown-enum-value", "value-out-of-bounds", "non-integer-value"}

@@ -288,16 +288,17 @@ def parse_config_source(text: str, source: str = "<config.cpp>") -> FlagSchema:
     for i, tok in enumerate(tokens):
         if tok.kind is not TokenKind.STRING or tok.line in row_lines:
             continue
-        for members in enum_lists(tok.text):
-            owners = _owners(tokens, i, tok.text, mentions, rows, members)
+        pieces = tok.text.split("\n") if len(FLAG_RE.findall(tok.text)) > 1 else [tok.text]
+        for n, members in ((n, m) for n, piece in enumerate(pieces) for m in enum_lists(piece)):
+            owners = _owners(tokens, i, pieces[n], mentions, rows, members)  # a usage text: its line's flag
             if not owners:
-                unattached.append((tok.line, members))
+                unattached.append((tok.line + n, members))
             values, integer = _members_and_integer(members)
             for flag in owners:
                 spec = rows[flag]
                 if spec.choices_origin.startswith("validator") or not values:
                     continue  # the first validator string wins; later ones repeat it
-                rows[flag] = replace(spec, choices=values, choices_origin=f"validator line {tok.line}",
+                rows[flag] = replace(spec, choices=values, choices_origin=f"validator line {tok.line + n}",
                                      accepts_integer=integer)
     cli11 = cli11_checks(tokens, known)
     bodies = {f[0]: (f[2], f[3], f[4]) for f in functions(tokens)}
