@@ -42,6 +42,7 @@ EXPECTED: dict[str, set[tuple[str, int]]] = {
     "heredocs.md": {("unknown-enum-value", 7), ("value-out-of-bounds", 11), ("unknown-enum-value", 17),
                     ("unknown-enum-value", 20)},
     "serve_functions.sh": {("unknown-enum-value", 19), ("non-integer-value", 23)},
+    "args_variable.service": {("unknown-enum-value", 2)},
     "dashboard.json": {("latency-under-radiance", 11), ("query-step-over-30s", 17), ("query-step-over-30s", 19),
                        ("query-step-over-30s", 20)},
 }

@@ -24,6 +24,15 @@ import re
 import shlex
 from dataclasses import dataclass
 
+RUN_VALUE_OPTIONS = {  # `podman run`/`docker run` options that take a value (the image follows them)
+    "-e", "--env", "--env-file", "-v", "--volume", "-p", "--publish", "--name", "-w", "--workdir",
+    "-u", "--user", "--network", "--net", "--device", "--gpus", "--mount", "--entrypoint", "--label",
+    "-l", "--shm-size", "--ipc", "--pid", "--cpus", "--memory", "-m", "--restart", "--hostname", "-h",
+    "--add-host", "--cap-add", "--cap-drop", "--security-opt", "--ulimit", "--tmpfs", "--platform",
+    "--pull", "--log-driver", "--log-opt", "--runtime", "--userns", "--group-add", "--stop-signal",
+    "--annotation", "--cgroupns", "--uts", "--dns", "--expose", "--health-cmd", "--ip", "--mac-address",
+    "--cidfile", "--cpuset-cpus", "--memory-swap", "--secret", "--sysctl", "--timeout", "--pod",
+}
 _OPS2 = ("&&", "||", ";;", "|&", ";&")
 _REDIR = re.compile(r"(?:\d*)(?:&>>|&>|<<<|<<-|<<|<>|>>|>&|<&|>\||<|>)(?:\d+-?|-)?")
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")

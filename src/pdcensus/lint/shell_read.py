@@ -31,9 +31,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pdcensus.advice.knobs import flag_for_env_var
 from pdcensus.lint.checks import Checker, FlagUse
 from pdcensus.lint.model import Snippet
-from pdcensus.lint.shell import Heredoc, Word, commands, function_spans, is_assignment, tokenize, unquote
+from pdcensus.lint.shell import RUN_VALUE_OPTIONS, Heredoc, Word, commands, function_spans, is_assignment, tokenize, unquote
 
 NON_ENGINE = frozenset({
     "curl", "wget", "kubectl", "tr", "grep", "egrep", "fgrep", "sed", "awk", "promtool", "prometheus",
@@ -56,15 +57,6 @@ _PREFIX_ARGS = {  # prefix program -> its options that take a value
 }
 _NEEDS_OPERAND = {"timeout": 1, "taskset": 1, "gosu": 1, "su-exec": 1, "chrt": 1}
 _CONTAINER = {"podman", "docker", "nerdctl"}
-_RUN_VALUE_OPTS = {
-    "-e", "--env", "--env-file", "-v", "--volume", "-p", "--publish", "--name", "-w", "--workdir",
-    "-u", "--user", "--network", "--net", "--device", "--gpus", "--mount", "--entrypoint", "--label",
-    "-l", "--shm-size", "--ipc", "--pid", "--cpus", "--memory", "-m", "--restart", "--hostname", "-h",
-    "--add-host", "--cap-add", "--cap-drop", "--security-opt", "--ulimit", "--tmpfs", "--platform",
-    "--pull", "--log-driver", "--log-opt", "--runtime", "--userns", "--group-add", "--stop-signal",
-    "--annotation", "--cgroupns", "--uts", "--dns", "--expose", "--health-cmd", "--ip", "--mac-address",
-    "--cidfile", "--cpuset-cpus", "--memory-swap", "--secret", "--sysctl", "--timeout", "--pod",
-}
 _FLAG = re.compile(r"(--[a-z0-9][a-z0-9-]*[a-z0-9])(?:=(.*))?", re.S)
 _PLAIN_REF = re.compile(r"\$(?:([A-Za-z_]\w*)|\{([A-Za-z_]\w*)(?:\[[@*]\])?\})")
 _OP_REF = re.compile(r"\$\{([A-Za-z_]\w*)(:?[-+=?])(.*)\}", re.S)
@@ -108,6 +100,7 @@ class ShellReader:
     other_vars: set[str] = field(default_factory=set)
     heredoc: Callable[[Snippet], bool] | None = None  # reads a heredoc that writes a unit, manifest...
     forwarders: set[str] = field(default_factory=set)  # functions whose arguments reach the engine
+    pending_env: list[tuple[str, Arg, tuple[int, int]]] = field(default_factory=list)
     _spans: list[tuple[str, int, int]] = field(default_factory=list)
 
     def read(self, snippet: Snippet, conditional: bool = False) -> None:
@@ -141,15 +134,18 @@ class ShellReader:
         name = re.sub(r"\[.*$", "", arg.raw[:eq].rstrip("+"))
         raw = arg.raw[eq + 1:]
         base = arg.start + eq + 1
-        if name.startswith("RADIANCE_"):
+        flag = flag_for_env_var(name)
+        if flag is not None and flag in self.checker.schema:
             self._env(name, Arg(raw, arg.snippet, base, arg.conditional), arg.at(), env)
             return
+        if flag is not None:  # RADIANCE_ARGS="...": an argv variable if an engine command expands it
+            self.pending_env.append((name, Arg(raw, arg.snippet, base, arg.conditional), arg.at()))
         if raw.startswith("(") and raw.endswith(")"):
             inner, base = raw[1:-1], base + 1
         elif len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
             inner, base = raw[1:-1], base + 1
-        else:
-            inner = None
+        else:  # a value with blanks here comes unquoted from a unit's Environment= line: split it
+            inner = raw if any(c.isspace() for c in raw) else None
         if inner is None:
             args = [Arg(raw, arg.snippet, base, arg.conditional)] if raw else []
         else:
@@ -275,7 +271,7 @@ class ShellReader:
         while j < len(rest) and values[j].startswith("-"):
             name, eq, inline = values[j].partition("=")
             value_arg = None
-            if not eq and name in _RUN_VALUE_OPTS and j + 1 < len(rest):
+            if not eq and name in RUN_VALUE_OPTIONS and j + 1 < len(rest):
                 value_arg = rest[j + 1]
             elif eq:
                 value_arg = Arg(rest[j].raw[rest[j].raw.index("=") + 1:], rest[j].snippet,
@@ -286,7 +282,7 @@ class ShellReader:
                                  value_arg.start + quoted, value_arg.conditional), env)
             if name == "--entrypoint" and value_arg is not None:
                 entrypoint = value_arg
-            j += 2 if not eq and name in _RUN_VALUE_OPTS else 1
+            j += 2 if not eq and name in RUN_VALUE_OPTIONS else 1
         after = rest[j + 1:]
         if entrypoint is not None:
             self.command([entrypoint, *after], env)
@@ -377,6 +373,9 @@ class ShellReader:
         """Check every engine invocation, then argv fragments held by variables never expanded."""
         for argv, env in self.engine:
             self.checker.invocation(self.uses(argv) + env)
+        for name, value, at in self.pending_env:
+            if name not in self.engine_vars:
+                self._env(name, value, at, None)
         for name, assignments in self.assignments.items():
             if name in self.engine_vars or name in self.other_vars:
                 continue

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 
+from pdcensus.advice.knobs import flag_for_env_var
 from pdcensus.lint.checks import Checker, FlagUse
 from pdcensus.lint.deploy import decode_with_offsets
 from pdcensus.lint.model import Snippet
@@ -166,7 +167,7 @@ def read_systemd(text: str, path: str, checker: Checker, shell: ShellReader) -> 
                 quoted = 1 if w.raw[:1] in "'\"" else 0
                 inner = w.raw[quoted:len(w.raw) - quoted]
                 name = inner.partition("=")[0]
-                if name.startswith("RADIANCE_"):
+                if name.startswith("RADIANCE_") and flag_for_env_var(name) in checker.schema:
                     value = inner.partition("=")[2]
                     use = checker.env(name, value, snippet.position(w.start + quoted),
                                       snippet.position(w.start + quoted + len(name) + 1))
