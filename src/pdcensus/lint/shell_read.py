@@ -140,12 +140,13 @@ class ShellReader:
             return
         if flag is not None:  # RADIANCE_ARGS="...": an argv variable if an engine command expands it
             self.pending_env.append((name, Arg(raw, arg.snippet, base, arg.conditional), arg.at()))
+        inner: str | None = None
         if raw.startswith("(") and raw.endswith(")"):
             inner, base = raw[1:-1], base + 1
         elif len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
             inner, base = raw[1:-1], base + 1
-        else:  # a value with blanks here comes unquoted from a unit's Environment= line: split it
-            inner = raw if any(c.isspace() for c in raw) else None
+        elif any(c.isspace() for c in raw):  # blanks here come unquoted from a unit's Environment=: split
+            inner = raw
         if inner is None:
             args = [Arg(raw, arg.snippet, base, arg.conditional)] if raw else []
         else:
