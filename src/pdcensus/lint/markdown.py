@@ -96,15 +96,16 @@ def _block(lang: str, snippet: Snippet, checker: Checker, shell: ShellReader,
 
 def _inline(children: list[Token], content: str, first: int, path: str,
             file_lines: list[str], checker: Checker, shell: ShellReader) -> None:
-    line = first
+    line, cursor = first, 0
     for child in children:
         if child.type in {"softbreak", "hardbreak"}:
-            line += 1
+            line, cursor = line + 1, 0
             continue
         if child.type != "code_inline":
             continue
         source = file_lines[line - 1] if line - 1 < len(file_lines) else ""
-        col = source.find(child.content)
+        col = source.find(child.content, cursor)  # after the spans already placed on this line
+        cursor = col + len(child.content) if col >= 0 else cursor
         snippet = Snippet.at(path, child.content, line, col + 1 if col >= 0 else 1)
         checker.queries(snippet)
         if child.content.lstrip().startswith("--"):
