@@ -34,8 +34,8 @@ def lint(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     sarif: Annotated[bool, typer.Option("--sarif", help="Print the findings as a SARIF 2.1.0 log.")] = False,
     warn_only: Annotated[bool, typer.Option("--warn-only", help="Exit 0 even when a finding is an error.")] = False,
-    strict: Annotated[bool, typer.Option("--strict", hidden=True, help="Kept for old scripts: "
-                                         "exiting 1 on errors is the default.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a finding is an error: the default now, "
+                                         "kept for old scripts.")] = False,
 ) -> None:
     """Check what an arm deploys (flags, enum values, validator bounds, metric names, PromQL) against the pin.
 
