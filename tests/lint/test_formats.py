@@ -137,3 +137,11 @@ def test_a_rules_file_checks_names_against_the_build_and_knows_the_series_it_rec
     assert [(f.rule, f.line, f.subject) for f in report.findings] == [
         ("metric-not-exported", 7, "radiance:decode_tokens_per_secnd")]
     assert report.metrics_checked
+
+
+def test_files_saved_with_crlf_line_ends_give_the_same_findings_at_the_same_places(tmp_path: Path) -> None:
+    for name in ("serve_conditional.sh", "Dockerfile.exec", "helm_rendered.yaml", "indented_runbook.md"):
+        (tmp_path / name).write_bytes((DATA / name).read_bytes().replace(b"\n", b"\r\n"))
+        lf = lint_paths([str(DATA / name)], str(SOURCE)).findings
+        crlf = lint_paths([str(tmp_path / name)], str(SOURCE)).findings
+        assert [(f.rule, f.line, f.col) for f in crlf] == [(f.rule, f.line, f.col) for f in lf], name

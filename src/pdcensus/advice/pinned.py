@@ -91,6 +91,7 @@ def parse_source_text(text: str, name: str) -> FlagSchema:
 
     A C++ source may print its usage from one string (``R"(  --prefill-interleave N  ...)"``):
     such a string is read as ``--help`` text, and what the code declares wins over it."""
+    text = text.replace("\r\n", "\n")
     suffix = Path(name).suffix.lower()
     looks_cpp = suffix in _CPP_SUFFIXES or (
         suffix not in {".txt", ".help"} and re.search(r'"--[a-z]', text) is not None)
