@@ -168,7 +168,7 @@ def lint_paths(paths: list[str], source: str, ref: str | None = None, metrics: s
         if b"\0" in data[:8192]:
             skipped.append(str(path))
             continue
-        text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")  # CRLF: same lines, same columns
+        text = data.decode("utf-8-sig", errors="replace").replace("\r\n", "\n")  # BOM, CRLF: same places
         kind = kind_of(path, text[:4096], named)
         if kind is not None:
             read.append((str(path), text, kind))
