@@ -43,6 +43,8 @@ EXPECTED: dict[str, set[tuple[str, int]]] = {
                     ("unknown-enum-value", 20)},
     "serve_functions.sh": {("unknown-enum-value", 19), ("non-integer-value", 23)},
     "args_variable.service": {("unknown-enum-value", 2)},
+    "blocks.md": {("unknown-enum-value", 7), ("unknown-enum-value", 12), ("value-out-of-bounds", 17),
+                  ("rate-over-instant-depth", 21), ("latency-under-radiance", 25)},
     "dashboard.json": {("latency-under-radiance", 11), ("query-step-over-30s", 17), ("query-step-over-30s", 19),
                        ("query-step-over-30s", 20)},
 }
