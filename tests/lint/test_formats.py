@@ -147,3 +147,10 @@ def test_files_saved_with_crlf_line_ends_give_the_same_findings_at_the_same_plac
         lf = lint_paths([str(DATA / name)], str(SOURCE)).findings
         crlf = lint_paths([str(tmp_path / name)], str(SOURCE)).findings
         assert [(f.rule, f.line, f.col) for f in crlf] == [(f.rule, f.line, f.col) for f in lf], name
+
+
+def test_kubernetes_expands_env_references_in_args_before_the_engine_sees_them() -> None:
+    """``$(POLICY)`` is the container env's value; ``$$(KEEP)`` stays literal, as the kubelet does."""
+    report = lint_paths([str(DATA / "k8s_env_refs.yaml")], str(SOURCE))
+    assert [(f.rule, f.line, f.subject) for f in report.findings] == [
+        ("unknown-enum-value", 11, "--checkpoint-policy geometric")]

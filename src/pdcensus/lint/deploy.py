@@ -157,14 +157,19 @@ class DeployReader:
     def container(self, node: MappingNode) -> None:
         self.done.add(id(node))
         env: list[FlagUse] = []
+        values: dict[str, str] = {}
         env_node = _get(node, "env")
         if isinstance(env_node, SequenceNode):
             self.done.add(id(env_node))
             for item in env_node.value:
                 name = _get(item, "name") if isinstance(item, MappingNode) else None
+                value = _get(item, "value") if isinstance(item, MappingNode) else None
                 if isinstance(name, ScalarNode):
-                    self.env_pair(name, _get(item, "value"), env)
-        command, args = self.argv(_get(node, "command")), self.argv(_get(node, "args"))
+                    self.env_pair(name, value, env)
+                    if isinstance(value, ScalarNode):
+                        values[name.value] = value.value
+        # Kubernetes expands $(NAME) in command and args from the container's env (not $$(NAME))
+        command, args = ([_expand_k8s(a, values) for a in self.argv(_get(node, key))] for key in ("command", "args"))
         image = _get(node, "image")
         if command:
             self.shell.command(command + args, env)
@@ -235,6 +240,14 @@ class DeployReader:
 
     def _declared(self, text: str) -> bool:
         return any(m.group(0) in self.checker.schema for m in FLAG_RE.finditer(text))
+
+
+def _expand_k8s(arg: Arg, values: dict[str, str]) -> Arg:
+    """An argv element with its ``$(NAME)`` references replaced as the kubelet replaces them."""
+    if arg.literal is None or "$(" not in arg.literal:
+        return arg
+    text = re.sub(r"(?<!\$)\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: values.get(m.group(1), m.group(0)), arg.literal)
+    return Arg(arg.raw, arg.snippet, arg.start, arg.conditional, literal=text)
 
 
 def _walk(node: Node, skip: set[int] | None = None) -> Iterator[Node]:

@@ -352,9 +352,10 @@ class ShellReader:
             cond = conditional or arg.conditional
             spec = self.checker.schema.get(m.group(1))
             if m.group(2) is not None:
-                eq = arg.raw.find("=")
-                values = self._values(Arg(arg.raw[eq + 1:].strip("'\""), arg.snippet,
-                                          arg.start + eq + 1, cond), seen)
+                eq = max(arg.raw.find("="), 0)
+                literal = m.group(2) if arg.literal is not None else None  # a manifest's element, as listed
+                values = self._values(Arg(arg.raw[eq + 1:].strip("'\""), arg.snippet, arg.start + eq + 1, cond,
+                                          literal), seen)
             elif spec is not None and spec.takes_value and i < len(argv) and (
                     self._expand(argv[i], seen) is not None or not argv[i].value.startswith("-")
                     or _NEGATIVE.fullmatch(argv[i].value)):
