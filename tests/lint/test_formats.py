@@ -45,6 +45,7 @@ EXPECTED: dict[str, set[tuple[str, int]]] = {
     "args_variable.service": {("unknown-enum-value", 2)},
     "blocks.md": {("unknown-enum-value", 7), ("unknown-enum-value", 12), ("value-out-of-bounds", 17),
                   ("rate-over-instant-depth", 21), ("latency-under-radiance", 25)},
+    "compose_defaults.yaml": {("non-integer-value", 5), ("unknown-enum-value", 7)},
     "dashboard.json": {("latency-under-radiance", 11), ("query-step-over-30s", 17), ("query-step-over-30s", 19),
                        ("query-step-over-30s", 20)},
 }

@@ -112,7 +112,9 @@ class DeployReader:
         at = (name.start_mark.line + 1, name.start_mark.column + 1)
         if isinstance(value, ScalarNode):
             snippet = _scalar_snippet(value, self.whole)
-            use = self.checker.env(name.value, value.value, at, snippet.position(0))
+            default = re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?-([^}$]*)\}", value.value)  # compose's ${X:-v}
+            use = self.checker.env(name.value, default.group(1) if default else value.value, at,
+                                   snippet.position(default.start(1) if default else 0), conditional=bool(default))
         else:
             use = self.checker.env(name.value, None, at, None)
         if use is not None:
