@@ -10,7 +10,7 @@ The layers, lowest first (a module may import its own layer and the layers below
 * ``series.model``: the recording data model every reader fills;
 * ``sources``: readers and writers of recordings, servers and side channels;
 * ``series``: PromQL, engine profiles, resampling, on top of the model;
-* ``census``, then ``advice``, then ``report``;
+* ``census``, then ``advice``, then ``lint`` (it reads the advice's pinned schema), then ``report``;
 * ``api``, ``fleet``: the library's entry points;
 * ``commands`` (``commands.base`` first), then ``cli`` and ``__main__``.
 
@@ -31,6 +31,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("pdcensus.series",),
     ("pdcensus.census",),
     ("pdcensus.advice",),
+    ("pdcensus.lint",),
     ("pdcensus.report",),
     ("pdcensus.api", "pdcensus.fleet"),
     ("pdcensus.commands.base",),

@@ -39,6 +39,13 @@ EXPECTED: dict[str, set[tuple[str, int]]] = {
     "Dockerfile.sh-c": {("unknown-enum-value", 2)},
     "kserve.json": {("value-out-of-bounds", 4), ("unknown-enum-value", 5)},
     "prompts.md": {("unknown-enum-value", 2), ("unknown-enum-value", 3)},
+    "heredocs.md": {("unknown-enum-value", 7), ("value-out-of-bounds", 11), ("unknown-enum-value", 17),
+                    ("unknown-enum-value", 20)},
+    "serve_functions.sh": {("unknown-enum-value", 19), ("non-integer-value", 23)},
+    "args_variable.service": {("unknown-enum-value", 2)},
+    "blocks.md": {("unknown-enum-value", 7), ("unknown-enum-value", 12), ("value-out-of-bounds", 17),
+                  ("rate-over-instant-depth", 21), ("latency-under-radiance", 25)},
+    "compose_defaults.yaml": {("non-integer-value", 5), ("unknown-enum-value", 7)},
     "dashboard.json": {("latency-under-radiance", 11), ("query-step-over-30s", 17), ("query-step-over-30s", 19),
                        ("query-step-over-30s", 20)},
 }
@@ -123,3 +130,28 @@ def test_no_finding_on_a_valid_arm_in_any_format_against_any_layout_of_the_sourc
     schema = load_schema(SOURCES / source)
     left = [f.text() for f in report.findings if not (f.subject == "--model" and "--model" not in schema)]
     assert left == []
+
+
+def test_a_rules_file_checks_names_against_the_build_and_knows_the_series_it_records(tmp_path: Path) -> None:
+    scrape = tmp_path / "metrics.om"
+    scrape.write_text("# TYPE radiance:decode_tokens_per_second gauge\n"
+                      "radiance:decode_tokens_per_second{instance=\"a\"} 12.5 1700000000\n# EOF\n")
+    report = lint_paths([str(DATA / "recorded_rules.yaml")], str(SOURCE), metrics=str(scrape))
+    assert [(f.rule, f.line, f.subject) for f in report.findings] == [
+        ("metric-not-exported", 7, "radiance:decode_tokens_per_secnd")]
+    assert report.metrics_checked
+
+
+def test_files_saved_with_crlf_line_ends_give_the_same_findings_at_the_same_places(tmp_path: Path) -> None:
+    for name in ("serve_conditional.sh", "Dockerfile.exec", "helm_rendered.yaml", "indented_runbook.md"):
+        (tmp_path / name).write_bytes((DATA / name).read_bytes().replace(b"\n", b"\r\n"))
+        lf = lint_paths([str(DATA / name)], str(SOURCE)).findings
+        crlf = lint_paths([str(tmp_path / name)], str(SOURCE)).findings
+        assert [(f.rule, f.line, f.col) for f in crlf] == [(f.rule, f.line, f.col) for f in lf], name
+
+
+def test_kubernetes_expands_env_references_in_args_before_the_engine_sees_them() -> None:
+    """``$(POLICY)`` is the container env's value; ``$$(KEEP)`` stays literal, as the kubelet does."""
+    report = lint_paths([str(DATA / "k8s_env_refs.yaml")], str(SOURCE))
+    assert [(f.rule, f.line, f.subject) for f in report.findings] == [
+        ("unknown-enum-value", 11, "--checkpoint-policy geometric")]

@@ -172,31 +172,34 @@ def test_the_pre_commit_hook_runs_pdcensus_lint_on_the_files_lint_reads() -> Non
     assert not files.search("docs/figure.png") and not files.search("src/pdcensus/cli.py")
 
 
+def test_the_source_and_ref_can_come_from_the_environment(tmp_path: Path) -> None:
+    """A CI job or a pre-commit hook sets PDCENSUS_SOURCE once instead of passing --source."""
+    env = {"PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin", "PDCENSUS_SOURCE": str(SOURCE)}
+    proc = subprocess.run([sys.executable, "-m", "pdcensus", "lint", str(DATA / "Dockerfile.exec")],
+                          capture_output=True, text=True, timeout=120, env=env, cwd=ROOT)
+    assert proc.returncode == 1 and "Dockerfile.exec:9:35: error value-out-of-bounds" in proc.stdout
+
+
 @pytest.mark.slow
-def test_the_hook_runs_under_pre_commit_from_this_repository(tmp_path: Path) -> None:
+def test_the_hook_runs_under_pre_commit_try_repo(tmp_path: Path) -> None:
+    """``pre-commit try-repo`` installs this repository's hook (uncommitted changes included)."""
     pre_commit = shutil.which("pre-commit") or str(Path(sys.executable).parent / "pre-commit")
     if not Path(pre_commit).exists():
         pytest.skip("pre-commit is not installed")
-    head = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True,
-                          check=False).stdout.strip()
-    shown = subprocess.run(["git", "-C", str(ROOT), "show", f"{head}:.pre-commit-hooks.yaml"],
-                           capture_output=True, check=False)
-    if shown.returncode != 0:
-        pytest.skip("the hook file is not committed yet")
+    if subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--git-dir"], capture_output=True,
+                      check=False).returncode != 0:
+        pytest.skip("not a git checkout")
     work = tmp_path / "deploy"
     work.mkdir()
     shutil.copy(SOURCE, work / "config.cpp")
     shutil.copy(DATA / "Dockerfile.exec", work / "Dockerfile")
     shutil.copy(DATA / "good" / "serve.sh", work / "serve.sh")
-    (work / ".pre-commit-config.yaml").write_text(
-        f"repos:\n  - repo: {ROOT}\n    rev: {head}\n    hooks:\n      - id: pdcensus-lint\n"
-        "        args: [--source, config.cpp]\n")
     for args in (["init", "-q"], ["add", "-A"]):
         subprocess.run(["git", "-C", str(work), *args], check=True, capture_output=True)
     env = {"PRE_COMMIT_HOME": str(tmp_path / "cache"), "PATH": str(Path(sys.executable).parent) + ":/usr/bin:/bin",
-           "HOME": str(tmp_path)}
-    proc = subprocess.run([pre_commit, "run", "--all-files"], cwd=work, capture_output=True, text=True,
-                          timeout=900, env=env)
+           "HOME": str(tmp_path), "PDCENSUS_SOURCE": "config.cpp"}
+    proc = subprocess.run([pre_commit, "try-repo", str(ROOT), "pdcensus-lint", "--files", "Dockerfile", "serve.sh",
+                           "--verbose"], cwd=work, capture_output=True, text=True, timeout=900, env=env)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "Dockerfile:9:35: error value-out-of-bounds" in proc.stdout
     assert "serve.sh:" not in proc.stdout  # the valid serve script has no finding

@@ -176,3 +176,76 @@ def test_a_gflags_source_accepts_both_spellings_of_a_declared_name() -> None:
     schema = load_schema(STYLES / "gflags.cpp")
     assert "--prefill_interleave" in schema and "--prefill-interleave" in schema
     assert schema.flags["--prefill-interleave"].default == "0" and schema.flags["--enable-prefix-cache"].argument == ""
+
+
+def test_members_compared_in_a_parser_function_and_a_flat_name_set_are_read(tmp_path: Path) -> None:
+    """``if (s == "tip-only")`` chains in the function the setter calls; ``{"auto", "fp8"}`` sets;
+    a parser that also converts numbers (``std::stol``) accepts integers beside its names."""
+    schema = load_schema(STYLES / "compare_chain.cpp")
+    assert schema.flags["--checkpoint-policy"].choices == ("geometric-backoff", "tip-only", "keep-all")
+    assert schema.flags["--kv-dtype"].choices == ("auto", "fp8", "bf16")
+    assert schema.flags["--mode"].choices == ()  # one compared name is no member list
+    script = tmp_path / "s.sh"
+    script.write_text("radiance serve --busy-prefill-chunk 512 --kv-dtype fp8 --checkpoint-policy keep-all\n"
+                      "radiance serve --busy-prefill-chunk half --kv-dtype fp4 --mode debug\n")
+    found = {(f.line, f.subject) for f in lint_paths([str(script)], str(STYLES / "compare_chain.cpp")).findings}
+    assert found == {(2, "--busy-prefill-chunk half"), (2, "--kv-dtype fp4")}
+
+
+def test_clap_style_help_text_gives_possible_values_and_defaults() -> None:
+    schema = load_schema(STYLES / "clap_help.txt")
+    assert schema.flags["--checkpoint-policy"].choices == ("geometric-backoff", "tip-only", "keep-all")
+    assert schema.flags["--prefill-interleave"].default == "0" and schema.flags["--prefill-interleave"].accepts_integer
+
+
+@pytest.mark.parametrize(
+    ("arm", "refused"),
+    [pytest.param("--prefill-interleave 17", True, id="above-range"),
+     pytest.param("--prefill-interleave 16", False, id="range-edge"),
+     pytest.param("--max-num-batched-tokens 63", True, id="below-at-least"),
+     pytest.param("--checkpoint-slots 0", True, id="not-positive"),
+     pytest.param("--checkpoint-slots 1", False, id="positive"),
+     pytest.param("--speculative-tokens 9", True, id="above-at-most"),
+     pytest.param("--speculative-tokens -1", True, id="negative"),
+     pytest.param("--speculative-tokens 0", False, id="zero")],
+)
+def test_bounds_stated_only_in_error_strings_are_read_when_the_check_is_a_call(
+        tmp_path: Path, arm: str, refused: bool) -> None:
+    script = tmp_path / "s.sh"
+    script.write_text(f"radiance serve {arm}\n")
+    findings = lint_paths([str(script)], str(STYLES / "stated_bounds.cpp")).findings
+    assert [f.rule for f in findings] == (["value-out-of-bounds"] if refused else [])
+    assert all("error string at line" in f.message for f in findings)
+
+
+def test_a_help_table_naming_flags_without_dashes_is_read_and_member_tables_are_not_flags() -> None:
+    schema = load_schema(STYLES / "dashless_table.cpp")
+    assert set(schema.flags) == {"--model", "--prefill-interleave", "--max-num-batched-tokens", "--checkpoint-policy"}
+    assert schema.flags["--prefill-interleave"].accepts_integer
+    assert schema.flags["--checkpoint-policy"].choices == ("geometric-backoff", "tip-only", "keep-all")
+    assert not {"--tip-only", "--keep-all"} & set(load_schema(XMACRO).flags)  # {"tip-only", Policy::kTip} rows
+
+
+def test_the_simulators_member_tables_beside_a_dashes_literal_are_not_read_as_flags() -> None:
+    schema = parse_config_source(render_config_source())  # has "--" and {"tip-only", Policy::kTipOnly} rows
+    assert not {"--geometric-backoff", "--tip-only", "--keep-all"} & set(schema.flags)
+
+
+def test_min_and_max_fields_of_help_rows_are_bounds_when_the_validator_reads_them(tmp_path: Path) -> None:
+    script = tmp_path / "s.sh"
+    script.write_text("radiance serve --prefill-interleave 17 --max-num-seqs 2000 --prefill-span -1\n"
+                      "radiance serve --prefill-interleave 16 --max-num-seqs 1 --max-num-batched-tokens 64\n")
+    findings = lint_paths([str(script)], str(STYLES / "minmax_table.cpp")).findings
+    assert {(f.line, f.subject) for f in findings} == {(1, "--prefill-interleave 17"), (1, "--max-num-seqs 2000")}
+    assert all("help table line" in f.message for f in findings)
+
+
+def test_a_usage_string_printed_by_the_parser_is_read_as_help_text_line_by_line(tmp_path: Path) -> None:
+    schema = load_schema(STYLES / "usage_string.cpp")
+    assert set(schema.flags) == {"--model", "--prefill-interleave", "--checkpoint-policy", "--max-num-batched-tokens"}
+    assert schema.flags["--checkpoint-policy"].choices == ("geometric-backoff", "tip-only", "keep-all")
+    assert schema.flags["--model"].choices == ()  # the list on another line of the string is not --model's
+    script = tmp_path / "s.sh"
+    script.write_text("radiance serve --checkpoint-policy keepall --max-num-batched-tokens 32 --prefill-interleave x\n")
+    rules = {f.rule for f in lint_paths([str(script)], str(STYLES / "usage_string.cpp")).findings}
+    assert rules == {"unknown-enum-value", "value-out-of-bounds", "non-integer-value"}

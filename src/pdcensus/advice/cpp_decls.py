@@ -12,7 +12,9 @@ LTS 2024-01; CLI11 ``CLI/Validators.hpp`` 2.4; glibc ``getopt_long(3)``):
 * CLI11 ``add_option("--name", var, "help")`` with its chained ``->check(CLI::Range(a, b))``,
   ``CLI::PositiveNumber``, ``CLI::NonNegativeNumber``, ``CLI::IsMember({...})`` and
   ``->default_val(v)``;
-* ``struct option`` tables for ``getopt_long`` (``{"name", required_argument, 0, 'n'}``).
+* ``struct option`` tables for ``getopt_long`` (``{"name", required_argument, 0, 'n'}``);
+* help tables whose rows name flags without the dashes (``{"prefill-interleave", "N",
+  "help"}``) in a source that pastes ``"--"`` on when it prints or matches them.
 
 A flag declared by an identifier is spelled with dashes (``prefill_interleave`` is
 ``--prefill-interleave``), the runbooks' spelling; both spellings are accepted for these.
@@ -180,3 +182,117 @@ def _validator(inner: list[Token], flag: str, line: int) -> Refusal | None:
             cond: Expr = ("||", ("<", ref, ("num", bounds[0])), (">", ref, ("num", bounds[1])))
             return Refusal(cond, line, f"CLI::Range({bounds[0]:g}, {bounds[1]:g})", f"CLI11 check at line {line},")
     return None
+
+
+_KEBAB = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)+$")
+_WORD = re.compile(r"^[a-z][a-z0-9]*$")
+_INT_KIND = re.compile(r"(?i)(?:^|::|k)(?:int|integer|long|size|count|uint\w*|int\w*)$")
+
+
+def dashless_rows(tokens: list[Token]) -> list[Declared]:
+    """Help tables that list names without the dashes (``{"prefill-interleave", "N", "help"}``),
+    in a source that prints or matches them with ``"--"`` pasted on (``"--" + row.name``)."""
+    if not any(t.kind is TokenKind.STRING and (t.text == "--" or t.text.startswith(("--%", "--{"))) for t in tokens):
+        return []
+    found: list[Declared] = []
+    for i, tok in enumerate(tokens):
+        if tok.text != "{" or tok.kind is not TokenKind.PUNCT:
+            continue
+        close = i + 1
+        while close < len(tokens) and not (tokens[close].text == "}" and tokens[close].depth == tok.depth):
+            close += 1
+        rows = [item for item in group_items(tokens, i, close) if item[0].text == "{"]
+        named = [row for row in rows if len(row) > 2 and row[1].kind is TokenKind.STRING
+                 and (_KEBAB.match(row[1].text) or _WORD.match(row[1].text))
+                 and any(t.kind is TokenKind.STRING and " " in t.text for t in row[2:])]  # a help text
+        if len(named) < 3 or len(named) < len(rows) or sum(bool(_KEBAB.match(r[1].text)) for r in named) * 2 < len(named):
+            continue
+        for row in named:
+            strings = [t.text for t in row[2:] if t.kind is TokenKind.STRING]
+            idents = [t.text for t in row[2:] if t.kind is TokenKind.IDENT]
+            metavar = strings[0] if len(strings) >= 2 or (strings and re.fullmatch(r"[A-Z<][A-Z0-9_|<>.-]*", strings[0])) \
+                else ""
+            integer = any(_INT_KIND.search(x) for x in idents) or metavar in {"N", "INT", "<n>", "TOKENS", "COUNT"}
+            found.append(Declared("--" + row[1].text, metavar or ("N" if integer else ""), strings[-1] if strings else "",
+                                  row[1].line, None, integer))
+    return found
+
+
+_LOWER = {"min", "minimum", "lo", "low", "lower", "min_value", "minvalue", "floor"}
+_UPPER = {"max", "maximum", "hi", "high", "upper", "max_value", "maxvalue", "ceiling"}
+
+
+def _struct_fields(tokens: list[Token]) -> dict[str, list[str]]:
+    """``struct Name { type a; type b, c; }`` -> ``{"Name": ["a", "b", "c"]}``."""
+    structs: dict[str, list[str]] = {}
+    for i, tok in enumerate(tokens[:-2]):
+        if tok.text not in {"struct", "class"} or tokens[i + 1].kind is not TokenKind.IDENT or tokens[i + 2].text != "{":
+            continue
+        close = i + 3
+        while close < len(tokens) and not (tokens[close].text == "}" and tokens[close].depth == tokens[i + 2].depth):
+            close += 1
+        fields: list[str] = []
+        decl: list[Token] = []
+        for t in tokens[i + 3:close]:
+            if t.text in {";", ","} and t.depth == tokens[i + 2].depth + 1:
+                names = [d.text for d in decl if d.kind is TokenKind.IDENT]
+                if names and "(" not in [d.text for d in decl]:
+                    fields.append(names[-1])
+                decl = [] if t.text == ";" else decl[:1]
+            else:
+                decl.append(t)
+        structs[tokens[i + 1].text] = fields
+    return structs
+
+
+def table_bounds(tokens: list[Token], known: set[str]) -> list[Refusal]:
+    """Bounds kept as ``min``/``max`` fields of a help table's rows, used by the validator
+    (``if (v < row.min || v > row.max)``): each row's numbers become that flag's bounds."""
+    structs = _struct_fields(tokens)
+    used = {tokens[k + 1].text for k in range(len(tokens) - 1)
+            if tokens[k].text in {".", "->"} and tokens[k + 1].text in _LOWER | _UPPER}
+    if not used or not structs:
+        return []
+    refusals: list[Refusal] = []
+    for i, tok in enumerate(tokens[:-2]):
+        fields = structs.get(tok.text)
+        if not fields or tokens[i + 1].kind is not TokenKind.IDENT:
+            continue
+        at = i + 2
+        while at < len(tokens) and tokens[at].text in {"[", "]", "="} or (at < len(tokens) and tokens[at].kind is TokenKind.NUMBER and tokens[at - 1].text == "["):
+            at += 1
+        if at >= len(tokens) or tokens[at].text != "{":
+            continue
+        close = at + 1
+        while close < len(tokens) and not (tokens[close].text == "}" and tokens[close].depth == tokens[at].depth):
+            close += 1
+        for row in group_items(tokens, at, close):
+            if row[0].text != "{":
+                continue
+            items = group_items(tokens, tokens.index(row[0]), tokens.index(row[-1]))
+            values: dict[str, Token | None] = {}
+            for k, item in enumerate(items):
+                if len(item) >= 3 and item[0].text == "." and item[2].text == "=":
+                    values[item[1].text] = item[3] if len(item) == 4 else None
+                elif k < len(fields):
+                    values[fields[k]] = item[0] if len(item) == 1 else (
+                        Token(TokenKind.NUMBER, "-" + item[1].text, item[1].line, item[1].depth)
+                        if len(item) == 2 and item[0].text == "-" else None)
+            flag = next((v.text for v in values.values() if v is not None and v.kind is TokenKind.STRING
+                         and v.text in known), None)
+            if flag is None:
+                continue
+            ref: Expr = ("flag", flag)
+            parts: list[Expr] = []
+            for name, value in values.items():
+                if value is None or value.kind is not TokenKind.NUMBER or name not in used:
+                    continue
+                number = float(value.text.rstrip("uUlL")) if re.fullmatch(r"-?\d+(?:\.\d+)?[uUlL]*", value.text) else None
+                if number is not None and name in _LOWER:
+                    parts.append(("<", ref, ("num", number)))
+                elif number is not None and name in _UPPER:
+                    parts.append((">", ref, ("num", number)))
+            if parts:
+                cond = parts[0] if len(parts) == 1 else ("||", parts[0], parts[1])
+                refusals.append(Refusal(cond, row[0].line, "", f"help table line {row[0].line} (min/max fields),"))
+    return refusals

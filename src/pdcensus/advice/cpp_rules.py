@@ -24,16 +24,16 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from pdcensus.advice.cpp_expr import Expr, Parser, describe, evaluate, flags_in, number, with_bindings
 from pdcensus.advice.cpp_text import Token, TokenKind, group_items
 
-Expr = tuple[object, ...]  # ("num", v) | ("flag", f) | ("name", n) | ("not", e) | ("neg", e) | (op, a, b)
+__all__ = ["Expr", "Refusal", "describe", "evaluate", "functions", "message_bound", "read_refusals"]
 
-_MERGE = {"&&", "||", "==", "!=", "<=", ">=", "->", "::"}
-_PREC = {"||": 1, "&&": 2, "==": 3, "!=": 3, "<": 4, "<=": 4, ">": 4, ">=": 4, "+": 5, "-": 5,
-         "*": 6, "/": 6, "%": 6}
 _CMP = {"<", "<=", ">", ">=", "==", "!="}
 _SWAP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
-_ERRORISH = re.compile(r"(?i)invalid|error|fail|bad|refuse|reject|abort")
+_ERRORISH = re.compile(r"(?i)invalid|error|fail|bad|refuse|reject|abort|^err$|^err_")
+_REFUSING_WORDS = re.compile(r"(?i)invalid|error|must|refus|unknown|bad|expected|not allowed|out of range|"
+                             r"exceed|needs?|requires?|cannot|can't|too (?:small|large|big|low|high)")
 _QUALIFIERS = {"const", "noexcept", "override", "final"}
 
 
@@ -47,156 +47,7 @@ class Refusal:
     origin: str = ""
 
     def flags(self) -> list[str]:
-        return list(dict.fromkeys(_flags_in(self.condition)))
-
-
-def _flags_in(expr: Expr) -> list[str]:
-    if expr[0] == "flag":
-        return [str(expr[1])]
-    return [f for part in expr[1:] if isinstance(part, tuple) for f in _flags_in(part)]
-
-
-def evaluate(expr: Expr, values: Mapping[str, float]) -> float | None:
-    """The expression's value (a comparison is 1.0/0.0), None when it cannot be known."""
-    kind = expr[0]
-    if kind == "num":
-        return float(expr[1])  # type: ignore[arg-type]
-    if kind == "flag":
-        return values.get(str(expr[1]))
-    if kind == "name":
-        return None
-    if kind in {"not", "neg"}:
-        inner = evaluate(expr[1], values)  # type: ignore[arg-type]
-        if inner is None:
-            return None
-        return float(inner == 0) if kind == "not" else -inner
-    a = evaluate(expr[1], values)  # type: ignore[arg-type]
-    if kind in {"&&", "||"}:
-        if a is not None and (a == 0) == (kind == "&&"):
-            return float(kind == "||")
-        b = evaluate(expr[2], values)  # type: ignore[arg-type]
-        if b is not None and (b == 0) == (kind == "&&"):
-            return float(kind == "||")
-        return None if a is None or b is None else float(kind == "&&")
-    b = evaluate(expr[2], values)  # type: ignore[arg-type]
-    if a is None or b is None:
-        return None
-    ops: dict[str, Callable[[float, float], float | None]] = {
-        "<": lambda x, y: float(x < y), "<=": lambda x, y: float(x <= y),
-        ">": lambda x, y: float(x > y), ">=": lambda x, y: float(x >= y),
-        "==": lambda x, y: float(x == y), "!=": lambda x, y: float(x != y),
-        "+": lambda x, y: x + y, "-": lambda x, y: x - y, "*": lambda x, y: x * y,
-        "/": lambda x, y: None if y == 0 else x / y, "%": lambda x, y: None if y == 0 else x % y,
-    }
-    return ops[str(kind)](a, b)
-
-
-def _merged(tokens: list[Token]) -> list[Token]:
-    out: list[Token] = []
-    for tok in tokens:
-        if out and tok.kind is TokenKind.PUNCT and out[-1].kind is TokenKind.PUNCT \
-                and out[-1].text + tok.text in _MERGE:
-            prev = out.pop()
-            tok = Token(TokenKind.PUNCT, prev.text + tok.text, prev.line, prev.depth)
-        out.append(tok)
-    return out
-
-
-def _number(text: str) -> float | None:
-    clean = text.replace("'", "").rstrip("uUlLfF")
-    try:
-        return float(int(clean, 0)) if re.fullmatch(r"0[xX][0-9a-fA-F]+|\d+", clean) else float(clean)
-    except ValueError:
-        return None
-
-
-class _Parser:
-    """A precedence-climbing parser over a condition's tokens; ``None`` for what it cannot read."""
-
-    def __init__(self, tokens: list[Token], to_flag: Callable[[str], str | None],
-                 constants: Mapping[str, float]) -> None:
-        self.toks = _merged(tokens)
-        self.at = 0
-        self.to_flag = to_flag
-        self.constants = constants
-
-    def peek(self) -> str | None:
-        return self.toks[self.at].text if self.at < len(self.toks) else None
-
-    def parse(self) -> Expr | None:
-        expr = self.binary(1)
-        return expr if self.at == len(self.toks) else None
-
-    def binary(self, floor: int) -> Expr | None:
-        left = self.unary()
-        while left is not None and self.peek() in _PREC and _PREC[str(self.peek())] >= floor:
-            op = str(self.peek())
-            self.at += 1
-            right = self.binary(_PREC[op] + 1)
-            if right is None:
-                return None
-            left = (op, left, right)
-        return left
-
-    def unary(self) -> Expr | None:
-        text = self.peek()
-        if text in {"!", "-"}:
-            self.at += 1
-            inner = self.unary()
-            return None if inner is None else ("not" if text == "!" else "neg", inner)
-        return self.primary()
-
-    def primary(self) -> Expr | None:
-        if self.at >= len(self.toks):
-            return None
-        tok = self.toks[self.at]
-        if tok.text == "(":
-            self.at += 1
-            inner = self.binary(1)
-            if self.peek() != ")":
-                return None
-            self.at += 1
-            return inner
-        if tok.kind is TokenKind.NUMBER:
-            self.at += 1
-            value = _number(tok.text)
-            return None if value is None else ("num", value)
-        if tok.kind is not TokenKind.IDENT:
-            return None
-        chain = [tok.text]
-        self.at += 1
-        while self.peek() in {".", "->", "::"} and self.at + 1 < len(self.toks) \
-                and self.toks[self.at + 1].kind is TokenKind.IDENT:
-            chain.append(self.toks[self.at + 1].text)
-            self.at += 2
-        if self.peek() == "(":  # a call: unknown, except an accessor such as .value() or GetFlag(FLAGS_x)
-            start, depth = self.at, 0
-            while self.at < len(self.toks):
-                depth += {"(": 1, ")": -1}.get(self.toks[self.at].text, 0)
-                self.at += 1
-                if depth == 0:
-                    break
-            args = [t.text for t in self.toks[start + 1:self.at - 1]]
-            simple = bool(args) and len(args) % 2 == 1 and all(re.fullmatch(r"\w+|\.|->|::", a) for a in args)
-            flag_arg = self.to_flag(args[-1]) if simple else None
-            if flag_arg is not None:
-                return ("flag", flag_arg)
-            if chain[-1] in {"value", "get", "count"} and len(chain) > 1:
-                chain.pop()
-            else:
-                return ("name", ".".join(chain))
-        if chain[-1] in {"true", "false"}:
-            return ("num", float(chain[-1] == "true"))
-        if chain[-1] in self.constants:
-            return ("num", self.constants[chain[-1]])
-        flag = self.to_flag(chain[-1])
-        return ("flag", flag) if flag is not None else ("name", chain[-1])
-
-
-def _with_bindings(local: Mapping[str, str], to_flag: Callable[[str], str | None]) -> Callable[[str], str | None]:
-    def resolve(ident: str) -> str | None:
-        return local.get(ident) or to_flag(ident)
-    return resolve
+        return list(dict.fromkeys(flags_in(self.condition)))
 
 
 def _matching(tokens: list[Token], open_at: int) -> int:
@@ -218,12 +69,18 @@ def _body(tokens: list[Token], after: int) -> tuple[int, int]:
 
 
 def _is_refusal(body: list[Token]) -> bool:
-    texts = [t.text for t in body if t.kind is TokenKind.IDENT]
-    if "throw" in texts:
+    """The body of an ``if`` that refuses: it throws, returns an error (``InvalidArgument(...)``,
+    ``false``, a non-zero code), or sets an error, with wording of a refusal if it says anything."""
+    texts = [t.text for t in body]
+    if "throw" in texts or any(t.kind is TokenKind.IDENT and _ERRORISH.search(t.text) for t in body):
         return True
-    if "return" not in texts and not any(t.text == "=" for t in body):
-        return False
-    return any(t.kind is TokenKind.STRING for t in body) or any(_ERRORISH.search(t) for t in texts)
+    if any(t.kind is TokenKind.STRING and _REFUSING_WORDS.search(t.text) for t in body) and (
+            "return" in texts or "=" in texts or "exit" in texts):
+        return True
+    for k, text in enumerate(texts[:-1]):
+        if text == "return" and (texts[k + 1] == "false" or re.fullmatch(r"-?[1-9]\d*", texts[k + 1])):
+            return True
+    return False
 
 
 def _constants(tokens: list[Token]) -> dict[str, float]:
@@ -233,13 +90,13 @@ def _constants(tokens: list[Token]) -> dict[str, float]:
                 and tokens[i + 2].kind is TokenKind.NUMBER and tokens[i + 3:i + 4]
                 and tokens[i + 3].text == ";"
                 and any(t.text in {"const", "constexpr"} for t in tokens[max(0, i - 4):i])):
-            value = _number(tokens[i + 2].text)
+            value = number(tokens[i + 2].text)
             if value is not None:
                 out[tokens[i].text] = value
     return out
 
 
-def _functions(tokens: list[Token]) -> list[tuple[str, list[str], int, int, int]]:
+def functions(tokens: list[Token]) -> list[tuple[str, list[str], int, int, int]]:
     """``(name, parameter names, body open, body close, parameter-list open)`` of each definition."""
     found = []
     for i, tok in enumerate(tokens):
@@ -277,9 +134,9 @@ def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
     (gflags' ``DEFINE_validator``): ``{function: {"": flag}}`` binds the last parameter.
     """
     constants = _constants(tokens)
-    functions = _functions(tokens)
+    defs = functions(tokens)
     bound_params: dict[int, dict[str, str]] = {}
-    for name, params, lo, _hi, _open in functions:
+    for name, params, lo, _hi, _open in defs:
         if bindings and name in bindings and params:
             bound_params[lo] = {params[-1]: bindings[name][""]} if "" in bindings[name] else dict(bindings[name])
     refusals: list[Refusal] = []
@@ -293,12 +150,16 @@ def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
         body = tokens[lo:hi + 1]
         if not _is_refusal(body):
             continue
-        owner = next((f for f in functions if f[2] < i < f[3]), None)
+        owner = next((f for f in defs if f[2] < i < f[3]), None)
         local = bound_params.get(owner[2], {}) if owner is not None else {}
-        cond = _Parser(tokens[i + 2:close], _with_bindings(local, to_flag), constants).parse()
+        cond = Parser(tokens[i + 2:close], with_bindings(local, to_flag), constants).parse()
+        stated = message_bound(_message(body), cond)
+        if stated is not None and (cond is None or not flags_in(cond) or _has_unknown(cond)):
+            refusals.append(Refusal(stated, tok.line, _message(body), f"error string at line {tok.line}"))
+            continue
         if cond is None:
             continue
-        if _flags_in(cond):
+        if flags_in(cond):
             refusals.append(Refusal(cond, tok.line, _message(body), f"validator line {tok.line}"))
             continue
         if owner is None or cond[0] not in _CMP:
@@ -310,7 +171,7 @@ def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
                 helper_bounds.setdefault(owner[0], []).append(
                     (owner[1].index(str(other[1])), op, tok.line, _message(body)))
     for _ in range(2):  # a helper passing its own parameter on to a bounded helper is bounded too
-        for name, params, lo, hi, _ in functions:
+        for name, params, lo, hi, _ in defs:
             for j in range(lo, hi):
                 bounds = helper_bounds.get(tokens[j].text)
                 if not bounds or tokens[j + 1].text != "(" or tokens[j].text == name:
@@ -321,7 +182,7 @@ def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
                         derived = (params.index(args[param][0].text), op, line, msg)
                         if derived not in helper_bounds.setdefault(name, []):
                             helper_bounds[name].append(derived)
-    definitions = {f[4] - 1 for f in functions}
+    definitions = {f[4] - 1 for f in defs}
     for j, tok in enumerate(tokens[:-1]):
         bounds = helper_bounds.get(tok.text)
         if not bounds or tokens[j + 1].text != "(" or j in definitions:
@@ -334,25 +195,59 @@ def read_refusals(tokens: list[Token], to_flag: Callable[[str], str | None],
             if param >= len(args) or len(args[param]) != 1:
                 continue
             arg = args[param][0]
-            value = _number(arg.text) if arg.kind is TokenKind.NUMBER else constants.get(arg.text)
+            value = number(arg.text) if arg.kind is TokenKind.NUMBER else constants.get(arg.text)
             if value is None:
                 continue
             bound: Expr = (op, ("flag", flag), ("num", value))
             refusals.append(Refusal(bound, tok.line, msg,
                                     f"{tok.text} call at line {tok.line}, bound at line {line},"))
-    return refusals
+    unique: dict[tuple[Expr, int], Refusal] = {}
+    for refusal in refusals:  # a helper defined twice (two namespaces) bounds each call once
+        unique.setdefault((refusal.condition, refusal.line), refusal)
+    return list(unique.values())
 
 
-def describe(expr: Expr) -> str:
-    """The condition written back as C-like text, for a finding's message."""
-    kind = expr[0]
-    if kind == "num":
-        value = float(expr[1])  # type: ignore[arg-type]
-        return str(int(value)) if value.is_integer() else str(value)
-    if kind in {"flag", "name"}:
-        return str(expr[1])
-    if kind == "not":
-        return "!(" + describe(expr[1]) + ")"  # type: ignore[arg-type]
-    if kind == "neg":
-        return "-" + describe(expr[1])  # type: ignore[arg-type]
-    return f"{describe(expr[1])} {kind} {describe(expr[2])}"  # type: ignore[arg-type]
+_NUM = r"(-?\d+(?:\.\d+)?)"
+_STATED: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?:>=|at least|no less than|not less than|minimum(?: is)?|min(?:imum)?\s*[:=])\s*" + _NUM), "<"),
+    (re.compile(r"(?:(?<![<>=])>(?!=)|greater than|more than|above)\s*" + _NUM), "<="),
+    (re.compile(r"(?:<=|at most|no more than|not (?:be )?(?:more|greater) than|maximum(?: is)?|max(?:imum)?\s*[:=]|"
+                r"must not exceed|cannot exceed)\s*" + _NUM), ">"),
+    (re.compile(r"(?:(?<![<>=])<(?!=)|less than|below)\s*" + _NUM), ">="),
+)
+_RANGE = re.compile(r"(?:in\s*\[|range\s*\[?|between\s+|from\s+)" + _NUM + r"\s*(?:,|\.\.|-|and|to)\s*" + _NUM)
+
+
+def _has_unknown(expr: Expr) -> bool:
+    if expr[0] == "name":
+        return True
+    return any(_has_unknown(part) for part in expr[1:] if isinstance(part, tuple))
+
+
+def message_bound(message: str, cond: Expr | None) -> Expr | None:
+    """A bound an error string states for the one flag it (or its condition) names.
+
+    ``"--max-num-batched-tokens must be at least 64"``, ``"--prefill-interleave must be in
+    [0, 16]"``, ``"... must be positive"``: what the validator says it refuses, read when its
+    condition calls a function (``if (!ValidBatch(x))``) and so cannot be evaluated."""
+    named = set(re.findall(r"--[a-z0-9][a-z0-9-]*[a-z0-9]", message)) | set(flags_in(cond) if cond else [])
+    if len(named) != 1:
+        return None
+    ref: Expr = ("flag", named.pop())
+    text = message.lower()
+    found = _RANGE.search(text)
+    if found:
+        return ("||", ("<", ref, ("num", float(found.group(1)))), (">", ref, ("num", float(found.group(2)))))
+    parts: list[Expr] = [(op, ref, ("num", float(m.group(1)))) for pattern, op in _STATED for m in pattern.finditer(text)]
+    if re.search(r"\bnon-?negative\b", text):
+        parts.append(("<", ref, ("num", 0.0)))
+    elif re.search(r"\bpositive\b", text):
+        parts.append(("<=", ref, ("num", 0.0)))
+    if not parts:
+        return None
+    out = parts[0]
+    for part in parts[1:]:
+        out = ("||", out, part)
+    return out
+
+

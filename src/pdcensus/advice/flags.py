@@ -26,9 +26,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from pdcensus.advice.cpp_rules import Refusal, read_refusals
+from pdcensus.advice.cpp_rules import Refusal, functions, read_refusals
 from pdcensus.advice.cpp_tables import macro_rows, table_members
-from pdcensus.advice.cpp_decls import cli11_checks, macro_declarations
+from pdcensus.advice.cpp_decls import cli11_checks, dashless_rows, macro_declarations, table_bounds
 from pdcensus.advice.cpp_text import (
     FLAG_RE as FLAG_RE, WHOLE_FLAG as _WHOLE_FLAG, Token, TokenKind, enclosing_group, flag_mentions as _flag_mentions, group_items,
     ident_flag as _ident_flag, kebab as _kebab, tokenize,
@@ -41,7 +41,7 @@ _STOP_WORDS = {"got", "but", "was", "found", "received", "saw", "not", "is", "in
 _INTRO = re.compile(
     r"(?i)(?:must\s+be\s+one\s+of|expected\s+one\s+of|one\s+of|valid\s+(?:values|choices|options"
     r"|names|policies)(?:\s+(?:are|is))?|(?:choices|options)(?:\s+are)?|allowed(?:\s+values)?"
-    r"(?:\s+are)?|accepted(?:\s+values)?(?:\s+are)?|supported(?:\s+values)?(?:\s+are)?"
+    r"(?:\s+are)?|accepted(?:\s+values)?(?:\s+are)?|supported(?:\s+values)?(?:\s+are)?|possible\s+values"
     r"|expected|must\s+be)\s*[:=]?\s*[\[{(<]?\s*"
 )
 _LIST = re.compile(_MEMBER + r"(?:" + _SEP + _MEMBER + r")+")
@@ -275,7 +275,7 @@ def parse_config_source(text: str, source: str = "<config.cpp>") -> FlagSchema:
                                   f"help table line {line}" if members else "", integer,
                                   default_m.group(1).strip() if default_m else None)
     declared, bindings = macro_declarations(tokens)
-    for d in declared:
+    for d in declared + dashless_rows(tokens):
         if d.name not in rows:
             rows[d.name] = FlagSpec(d.name, d.argument, d.help, d.line, accepts_integer=d.integer, default=d.default)
     for tok in tokens:  # a flag the parser compares against is a flag it accepts
@@ -288,21 +288,25 @@ def parse_config_source(text: str, source: str = "<config.cpp>") -> FlagSchema:
     for i, tok in enumerate(tokens):
         if tok.kind is not TokenKind.STRING or tok.line in row_lines:
             continue
-        for members in enum_lists(tok.text):
-            owners = _owners(tokens, i, tok.text, mentions, rows, members)
+        pieces = tok.text.split("\n") if len(FLAG_RE.findall(tok.text)) > 1 else [tok.text]
+        for n, members in ((n, m) for n, piece in enumerate(pieces) for m in enum_lists(piece)):
+            owners = _owners(tokens, i, pieces[n], mentions, rows, members)  # a usage text: its line's flag
             if not owners:
-                unattached.append((tok.line, members))
+                unattached.append((tok.line + n, members))
             values, integer = _members_and_integer(members)
             for flag in owners:
                 spec = rows[flag]
                 if spec.choices_origin.startswith("validator") or not values:
                     continue  # the first validator string wins; later ones repeat it
-                rows[flag] = replace(spec, choices=values, choices_origin=f"validator line {tok.line}",
+                rows[flag] = replace(spec, choices=values, choices_origin=f"validator line {tok.line + n}",
                                      accepts_integer=integer)
     cli11 = cli11_checks(tokens, known)
-    for flag, (members, line) in {**table_members(tokens, mentions), **cli11.members}.items():
+    bodies = {f[0]: (f[2], f[3], f[4]) for f in functions(tokens)}
+    tabled = {**table_members(tokens, mentions, bodies), **{f: (*m, False) for f, m in cli11.members.items()}}
+    for flag, (members, line, integers) in tabled.items():
         if not rows[flag].choices_origin.startswith("validator"):
-            rows[flag] = replace(rows[flag], choices=members, choices_origin=f"validator table line {line}")
+            rows[flag] = replace(rows[flag], choices=members, choices_origin=f"validator table line {line}",
+                                 accepts_integer=rows[flag].accepts_integer or integers)
     for flag, default in cli11.defaults.items():
         rows[flag] = replace(rows[flag], default=default)
     for flag in cli11.options - {f for f, spec in rows.items() if spec.argument}:
@@ -311,7 +315,8 @@ def parse_config_source(text: str, source: str = "<config.cpp>") -> FlagSchema:
         raise DataError(f"{source}: no flag found (expected a help table of \"--flag\" string "
                         "literals, or --help text)")
     refusals = read_refusals(tokens, lambda ident: _ident_flag(ident, known),
-                             lambda index: _flag_of_statement(tokens, index, known), bindings) + cli11.refusals
+                             lambda index: _flag_of_statement(tokens, index, known), bindings) + cli11.refusals \
+        + table_bounds(tokens, known)
     return FlagSchema(dict(sorted(rows.items())), source, SchemaKind.CPP_SOURCE, tuple(unattached),
                       tuple(refusals))
 

@@ -25,6 +25,7 @@ import tarfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from pdcensus.advice.cpp_text import TokenKind, tokenize
 from pdcensus.advice.flags import (
     FlagSchema, FlagSpec, SchemaKind, _argument_members, _DEFAULT, _members_and_integer, enum_lists,
     parse_config_source,
@@ -86,11 +87,35 @@ def parse_help_text(text: str, source: str = "<--help>") -> FlagSchema:
 
 
 def parse_source_text(text: str, name: str) -> FlagSchema:
-    """C++ or ``--help`` text, told apart by the name's suffix and by ``"--flag`` literals."""
+    """C++ or ``--help`` text, told apart by the name's suffix and by ``"--flag`` literals.
+
+    A C++ source may print its usage from one string (``R"(  --prefill-interleave N  ...)"``):
+    such a string is read as ``--help`` text, and what the code declares wins over it."""
+    text = text.replace("\r\n", "\n")
     suffix = Path(name).suffix.lower()
     looks_cpp = suffix in _CPP_SUFFIXES or (
         suffix not in {".txt", ".help"} and re.search(r'"--[a-z]', text) is not None)
-    return parse_config_source(text, name) if looks_cpp else parse_help_text(text, name)
+    if not looks_cpp:
+        return parse_help_text(text, name)
+    usage = [t.text for t in tokenize(text) if t.kind is TokenKind.STRING
+             and sum(bool(_HELP_LINE.match(line)) for line in t.text.splitlines()) >= 2]
+    try:
+        schema = parse_config_source(text, name)
+    except DataError:
+        if not usage:
+            raise
+        schema = FlagSchema({}, name, SchemaKind.CPP_SOURCE)
+    if not usage:
+        return schema
+    printed = parse_help_text("\n".join(usage), name).flags
+    flags = dict(printed)
+    for flag, spec in schema.flags.items():
+        old = printed.get(flag)
+        flags[flag] = spec if old is None else replace(
+            spec, argument=spec.argument or old.argument, help=spec.help or old.help,
+            choices=spec.choices or old.choices, choices_origin=spec.choices_origin or "usage text",
+            accepts_integer=spec.accepts_integer or old.accepts_integer, default=spec.default or old.default)
+    return replace(schema, flags=dict(sorted(flags.items())))
 
 
 def _git(repo: Path, *args: str) -> subprocess.CompletedProcess[bytes]:

@@ -23,18 +23,19 @@ def lint(
     paths: Annotated[list[str], typer.Argument(help="Files and directories to check: runbooks (Markdown), serve "
                                                "scripts, Kubernetes/Helm/compose YAML, Dockerfiles, systemd "
                                                "units, rules files, Grafana dashboards.")],
-    source: Annotated[str, typer.Option("--source", help="Pinned source: core/config.cpp-shaped C++ or --help text, "
+    source: Annotated[str, typer.Option("--source", envvar="PDCENSUS_SOURCE",
+                                        help="Pinned source: core/config.cpp-shaped C++ or --help text, "
                                         "a directory holding core/config.cpp (or a sim output dir), a git "
                                         "repository (with --ref), or a source tarball.")],
-    ref: Annotated[Optional[str], typer.Option("--ref", help="Git tag or commit of --source to read "
-                                               "core/config.cpp from (git show REF:core/config.cpp).")] = None,
+    ref: Annotated[Optional[str], typer.Option("--ref", envvar="PDCENSUS_REF", help="Git tag or commit of --source "
+                                               "to read core/config.cpp from (git show REF:core/config.cpp).")] = None,
     metrics: Annotated[Optional[str], typer.Option("--metrics", help="A scrape or recording of the pinned build: "
                                                    "metric names it does not export are findings.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     sarif: Annotated[bool, typer.Option("--sarif", help="Print the findings as a SARIF 2.1.0 log.")] = False,
     warn_only: Annotated[bool, typer.Option("--warn-only", help="Exit 0 even when a finding is an error.")] = False,
-    strict: Annotated[bool, typer.Option("--strict", hidden=True, help="Kept for old scripts: "
-                                         "exiting 1 on errors is the default.")] = False,
+    strict: Annotated[bool, typer.Option("--strict", help="Exit 1 when a finding is an error: the default now, "
+                                         "kept for old scripts.")] = False,
 ) -> None:
     """Check what an arm deploys (flags, enum values, validator bounds, metric names, PromQL) against the pin.
 

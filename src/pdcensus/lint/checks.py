@@ -5,8 +5,9 @@ unit passes it, each flag with its value and place) and into text that may hold 
 prose. The checks are the runbook's rules against the pinned build:
 
 * a flag the pinned source does not declare (``unknown-flag``): in engine context always; a
-  bare mention in prose only when it is a near-miss of a real flag (``--prefill-interleaving``),
-  so ``git merge --ff-only`` or ``--no-verify`` in a commit note are never findings;
+  bare mention in prose only when it is a near-miss of a real flag (same first word, difflib
+  ratio >= 0.85: ``--prefill-interleaving``), so ``git merge --ff-only``, ``--no-verify``,
+  ``--help`` or ``--mode`` in prose are never findings;
 * a value ``config_parse`` refuses: an enum member the validator does not list
   (``unknown-enum-value``), a non-integer where it parses an integer (``non-integer-value``),
   a number outside a bound it checks (``value-out-of-bounds``), flags that break a cross-flag
@@ -21,6 +22,7 @@ A flag passed only in some branch of the serve script is still checked; its find
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
@@ -92,7 +94,7 @@ class Checker:
         spec = self.schema.get(use.flag)
         if spec is None:
             close = self.schema.suggest(use.flag)
-            if bare and not close:
+            if bare and not self._near_miss(use.flag):
                 return
             hint = f"; did you mean {', '.join(close)}?" if close else ""
             self.add("unknown-flag", Severity.ERROR, use.flag_at, use.flag,
@@ -112,6 +114,13 @@ class Checker:
                      f"{use.flag}{use.via} takes {spec.argument or 'an integer'}, got {value!r}: "
                      "the validator parses an integer and config_parse would refuse it at boot",
                      use.conditional)
+
+    def _near_miss(self, flag: str) -> bool:
+        """A misspelling of a real flag: same first word and a difflib ratio of 0.85 or more
+        (``--prefill-interleaving``), unlike another program's ``--mode``, ``--out`` or ``--help``."""
+        first = flag[2:].split("-")[0]
+        return any(known[2:].split("-")[0] == first and difflib.SequenceMatcher(None, flag, known).ratio() >= 0.85
+                   for known in self.schema.flags)
 
     def invocation(self, uses: list[FlagUse]) -> None:
         """The flags of one engine argv: each alone, then the validator's rules over all of them."""

@@ -45,6 +45,7 @@ from pdcensus.lint.shell import Word, tokenize
 from pdcensus.lint.shell_read import Arg, ShellReader
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when the wheel has it: same nodes and marks
+_HELM = re.compile(r"\{\{-?\s*(?:\.|\$|include\b|toYaml\b|template\b|if\b|range\b|with\b|end\b|tpl\b|default\b)")
 _CONTAINER_KEYS = {"containers", "initContainers", "ephemeralContainers"}
 
 
@@ -111,22 +112,28 @@ class DeployReader:
         at = (name.start_mark.line + 1, name.start_mark.column + 1)
         if isinstance(value, ScalarNode):
             snippet = _scalar_snippet(value, self.whole)
-            use = self.checker.env(name.value, value.value, at, snippet.position(0))
+            default = re.fullmatch(r"\$\{[A-Za-z_][A-Za-z0-9_]*:?-([^}$]*)\}", value.value)  # compose's ${X:-v}
+            use = self.checker.env(name.value, default.group(1) if default else value.value, at,
+                                   snippet.position(default.start(1) if default else 0), conditional=bool(default))
         else:
             use = self.checker.env(name.value, None, at, None)
         if use is not None:
             into.append(use)
 
     def read(self, text: str) -> None:
+        template = _HELM.search(text)
+        if template is not None:  # read what parses, and say the template's values are not
+            self.checker.add("unreadable-yaml", Severity.INFO, self.whole.position(template.start()), self.path,
+                             "a Helm template, not rendered YAML: its {{ ... }} values are not checked; "
+                             "lint the output of `helm template`")
         try:
             documents = list(yaml.compose_all(text, Loader=_LOADER))
         except yaml.YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            at = (mark.line + 1, mark.column + 1) if mark is not None else (1, 1)
-            helm = "{{" in text
-            self.checker.add("unreadable-yaml", Severity.INFO if helm else Severity.WARNING, at, self.path,
-                             "a Helm template, not rendered YAML: lint the output of `helm template`"
-                             if helm else f"not readable as YAML ({str(exc).splitlines()[0]}); not checked")
+            if template is None:
+                mark = getattr(exc, "problem_mark", None)
+                at = self.whole.position(mark.index) if mark is not None else (1, 1)
+                self.checker.add("unreadable-yaml", Severity.WARNING, at, self.path,
+                                 f"not readable as YAML ({str(exc).splitlines()[0]}); not checked")
             return
         for doc in documents:
             if doc is not None:
@@ -152,14 +159,19 @@ class DeployReader:
     def container(self, node: MappingNode) -> None:
         self.done.add(id(node))
         env: list[FlagUse] = []
+        values: dict[str, str] = {}
         env_node = _get(node, "env")
         if isinstance(env_node, SequenceNode):
             self.done.add(id(env_node))
             for item in env_node.value:
                 name = _get(item, "name") if isinstance(item, MappingNode) else None
+                value = _get(item, "value") if isinstance(item, MappingNode) else None
                 if isinstance(name, ScalarNode):
-                    self.env_pair(name, _get(item, "value"), env)
-        command, args = self.argv(_get(node, "command")), self.argv(_get(node, "args"))
+                    self.env_pair(name, value, env)
+                    if isinstance(value, ScalarNode):
+                        values[name.value] = value.value
+        # Kubernetes expands $(NAME) in command and args from the container's env (not $$(NAME))
+        command, args = ([_expand_k8s(a, values) for a in self.argv(_get(node, key))] for key in ("command", "args"))
         image = _get(node, "image")
         if command:
             self.shell.command(command + args, env)
@@ -230,6 +242,14 @@ class DeployReader:
 
     def _declared(self, text: str) -> bool:
         return any(m.group(0) in self.checker.schema for m in FLAG_RE.finditer(text))
+
+
+def _expand_k8s(arg: Arg, values: dict[str, str]) -> Arg:
+    """An argv element with its ``$(NAME)`` references replaced as the kubelet replaces them."""
+    if arg.literal is None or "$(" not in arg.literal:
+        return arg
+    text = re.sub(r"(?<!\$)\$\(([A-Za-z_][A-Za-z0-9_]*)\)", lambda m: values.get(m.group(1), m.group(0)), arg.literal)
+    return Arg(arg.raw, arg.snippet, arg.start, arg.conditional, literal=text)
 
 
 def _walk(node: Node, skip: set[int] | None = None) -> Iterator[Node]:

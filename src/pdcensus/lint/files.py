@@ -37,6 +37,7 @@ _BY_SUFFIX = {
     ".containerfile": FileKind.DOCKERFILE,
 }
 _MAX_BYTES = 8 * 1024 * 1024
+_RECORD = re.compile(r"^\s*-?\s*record:\s*[\"']?([A-Za-z_:][A-Za-z0-9_:]*)", re.M)
 
 
 def kind_of(path: Path, head: str, named: bool) -> FileKind | None:
@@ -91,11 +92,32 @@ def _nested(snippet: Snippet, checker: Checker, read: NestedReader) -> None:
         checker.add(f.rule, f.severity, (line, col + f.col - 1), f.subject, f.message, f.conditional)
 
 
+def _heredoc(snippet: Snippet, checker: Checker, reader: ShellReader) -> bool:
+    """A heredoc body that is a file lint reads (told by its content), read as that file."""
+    head = snippet.text[:4096]
+    kind = kind_of(Path("heredoc"), head, named=False)
+    if kind is None and re.search(r"(?m)^(?:apiVersion|services|groups):", head):
+        kind = FileKind.YAML
+    if kind is FileKind.SHELL:
+        reader.read(snippet)
+        return True
+    readers: dict[FileKind, NestedReader] = {
+        FileKind.YAML: lambda t, c, s: DeployReader(c, s, checker.path, t).read(t),
+        FileKind.DOCKERFILE: lambda t, c, s: read_dockerfile(t, checker.path, c, s),
+        FileKind.SYSTEMD: lambda t, c, s: read_systemd(t, checker.path, c, s),
+    }
+    if kind in readers:
+        _nested(snippet, checker, readers[kind])
+        return True
+    return False
+
+
 def lint_text(text: str, path: str, kind: FileKind, schema: FlagSchema,
               metric_names: Collection[str] | None = None) -> list[Finding]:
     """Findings for one file's text read as ``kind``, ordered by line and column."""
     checker = Checker(schema, path, metric_names)
     shell = ShellReader(checker)
+    shell.heredoc = functools.partial(_heredoc, checker=checker, reader=shell)
     if kind is FileKind.MARKDOWN:
         nested: dict[str, NestedReader] = {
             "yaml": lambda t, c, s: DeployReader(c, s, path, t).read(t),
@@ -132,8 +154,7 @@ def lint_paths(paths: list[str], source: str, ref: str | None = None, metrics: s
         raise UsageError("give at least one file or directory to lint")
     pinned = load_pinned(source, ref)
     names = metric_names_of(metrics) if metrics else None
-    findings: list[Finding] = []
-    files: list[tuple[str, FileKind]] = []
+    read: list[tuple[str, str, FileKind]] = []
     skipped: list[str] = []
     for path, named in _walk(paths):
         try:
@@ -147,14 +168,16 @@ def lint_paths(paths: list[str], source: str, ref: str | None = None, metrics: s
         if b"\0" in data[:8192]:
             skipped.append(str(path))
             continue
-        text = data.decode("utf-8", errors="replace")
+        text = data.decode("utf-8-sig", errors="replace").replace("\r\n", "\n")  # BOM, CRLF: same places
         kind = kind_of(path, text[:4096], named)
-        if kind is None:
-            continue
-        files.append((str(path), kind))
-        findings.extend(lint_text(text, str(path), kind, pinned.schema, names))
-    return LintReport(tuple(findings), tuple(files), pinned.description, pinned.ref, names is not None,
-                      tuple(skipped))
+        if kind is not None:
+            read.append((str(path), text, kind))
+    if names is not None:  # series a rules file records are names its queries (and others) may use
+        names = names | {m.group(1) for _, text, kind in read if kind is FileKind.YAML
+                         for m in _RECORD.finditer(text)}
+    findings = [f for path, text, kind in read for f in lint_text(text, path, kind, pinned.schema, names)]
+    return LintReport(tuple(findings), tuple((p, k) for p, _, k in read), pinned.description, pinned.ref,
+                      names is not None, tuple(skipped))
 
 
 def metric_names_of(path: str) -> set[str]:

@@ -11,7 +11,8 @@ What each part is checked for:
 
 * a code block goes to the reader its info string names (``yaml``/``yml``: manifests and
   compose; ``dockerfile``; ``ini``/``systemd``; ``json``: dashboards; ``promql``: queries
-  only); anything else is shell, ``console`` blocks keeping only ``$ `` prompt lines;
+  only); anything else is shell. ``console`` blocks, and plain blocks with ``$ `` prompts,
+  are transcripts: only the prompt lines are read, the output between them is not;
 * inline code that starts with a flag is a bare mention (``--checkpoint-policy keep_all`` is
   checked, an unknown flag only when it is a near-miss of a real one); other inline code is
   a one-line shell command;
@@ -85,8 +86,9 @@ def _block(lang: str, snippet: Snippet, checker: Checker, shell: ShellReader,
     if lang == "promql":
         checker.queries(snippet)
         return
-    if lang in {"console", "shell-session", "shellsession", "sh-session"}:
-        snippet = _console(snippet)
+    if lang in {"console", "shell-session", "shellsession", "sh-session"} or (
+            lang in {"", "text", "txt"} and re.search(r"(?m)^\s*\$ ", snippet.text)):
+        snippet = _console(snippet)  # a transcript: prompt lines are commands, the rest is output
     if lang in _SHELL_INFOS or lang not in readers:
         shell.read(snippet)
         checker.queries(snippet)
@@ -94,15 +96,16 @@ def _block(lang: str, snippet: Snippet, checker: Checker, shell: ShellReader,
 
 def _inline(children: list[Token], content: str, first: int, path: str,
             file_lines: list[str], checker: Checker, shell: ShellReader) -> None:
-    line = first
+    line, cursor = first, 0
     for child in children:
         if child.type in {"softbreak", "hardbreak"}:
-            line += 1
+            line, cursor = line + 1, 0
             continue
         if child.type != "code_inline":
             continue
         source = file_lines[line - 1] if line - 1 < len(file_lines) else ""
-        col = source.find(child.content)
+        col = source.find(child.content, cursor)  # after the spans already placed on this line
+        cursor = col + len(child.content) if col >= 0 else cursor
         snippet = Snippet.at(path, child.content, line, col + 1 if col >= 0 else 1)
         checker.queries(snippet)
         if child.content.lstrip().startswith("--"):

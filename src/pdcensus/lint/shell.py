@@ -24,6 +24,15 @@ import re
 import shlex
 from dataclasses import dataclass
 
+RUN_VALUE_OPTIONS = {  # `podman run`/`docker run` options that take a value (the image follows them)
+    "-e", "--env", "--env-file", "-v", "--volume", "-p", "--publish", "--name", "-w", "--workdir",
+    "-u", "--user", "--network", "--net", "--device", "--gpus", "--mount", "--entrypoint", "--label",
+    "-l", "--shm-size", "--ipc", "--pid", "--cpus", "--memory", "-m", "--restart", "--hostname", "-h",
+    "--add-host", "--cap-add", "--cap-drop", "--security-opt", "--ulimit", "--tmpfs", "--platform",
+    "--pull", "--log-driver", "--log-opt", "--runtime", "--userns", "--group-add", "--stop-signal",
+    "--annotation", "--cgroupns", "--uts", "--dns", "--expose", "--health-cmd", "--ip", "--mac-address",
+    "--cidfile", "--cpuset-cpus", "--memory-swap", "--secret", "--sysctl", "--timeout", "--pod",
+}
 _OPS2 = ("&&", "||", ";;", "|&", ";&")
 _REDIR = re.compile(r"(?:\d*)(?:&>>|&>|<<<|<<-|<<|<>|>>|>&|<&|>\||<|>)(?:\d+-?|-)?")
 _ASSIGN = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\[[^\]]*\])?\+?=")
@@ -304,3 +313,30 @@ def commands(tokens: list[Token]) -> list[tuple[list[Word], bool]]:
     if words:
         out.append((words, conditional()))
     return out
+
+
+def function_spans(tokens: list[Token]) -> list[tuple[str, int, int]]:
+    """``(name, start, end)`` offsets of each ``name() { ... }`` / ``function name { ... }``."""
+    spans: list[tuple[str, int, int]] = []
+    words = [t for t in tokens if isinstance(t, (Word, Op)) and not (isinstance(t, Op) and t.text == "\n")]
+    for k, tok in enumerate(words):
+        if not isinstance(tok, Word):
+            continue
+        name, at = None, k + 1
+        if tok.raw == "function" and k + 1 < len(words) and isinstance(words[k + 1], Word):
+            name, at = getattr(words[k + 1], "raw", ""), k + 2
+            if at + 1 < len(words) and getattr(words[at], "text", "") == "(" \
+                    and getattr(words[at + 1], "text", "") == ")":
+                at += 2
+        elif k + 2 < len(words) and getattr(words[k + 1], "text", "") == "(" and getattr(words[k + 2], "text", "") == ")":
+            name, at = tok.raw, k + 3
+        if name is None or at >= len(words) or getattr(words[at], "raw", "") != "{":
+            continue
+        depth = 0
+        for end in range(at, len(words)):
+            raw = getattr(words[end], "raw", None)
+            depth += 1 if raw == "{" else -1 if raw == "}" else 0
+            if depth == 0:
+                spans.append((name, tok.start, words[end].start))
+                break
+    return spans

@@ -10,8 +10,10 @@ A script is read as the shell would run it (words from :mod:`pdcensus.lint.shell
   assignments; ``bash -c '...'`` is read as a script; ``podman run``/``docker run``/``nerdctl
   run`` give the argv after the image (``-e RADIANCE_*=...`` are its env lines);
 * a command is the engine's when its program is ``radiance*`` (or ``python -m radiance...``),
-  or an unknown program (``"$ENGINE"``, ``./serve.sh``) given ``serve`` or a flag the pinned
-  build declares. ``git merge --ff-only``, ``curl --max-time`` and their like are never read;
+  or a program named by a path or a variable (``"$ENGINE"``, ``./serve.sh``,
+  ``/opt/bin/engine``) given ``serve`` or a flag the pinned build declares. A plain word is
+  another program (``git merge --ff-only``, ``curl --max-time``, ``vllm serve``) or output text
+  in a code block (``arm --prefill-interleave 2: ENGAGED``), and is never read;
 * variables: ``ARGS="$ARGS --flag v"``, ``args+=(--flag v)``, ``export``/``local``/
   ``declare``; ``$ARGS``, ``"${args[@]}"`` in an engine command expand to every value
   assigned anywhere in the file; ``${X:+--flag v}`` passes its words conditionally;
@@ -19,17 +21,20 @@ A script is read as the shell would run it (words from :mod:`pdcensus.lint.shell
   a flag of the build, is read as an argv fragment (a snippet, an env file); one expanded
   only by other programs is left alone;
 * ``RADIANCE_*=value`` anywhere (prefix, ``export``, ``env``, ``-e``, an env-file heredoc) is
-  checked as the flag it maps to.
+  checked as the flag it maps to; a heredoc that writes a script, unit, Dockerfile or manifest
+  (``cat > /etc/systemd/system/radiance.service <<EOF``) goes to that file's reader.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pdcensus.advice.knobs import flag_for_env_var
 from pdcensus.lint.checks import Checker, FlagUse
 from pdcensus.lint.model import Snippet
-from pdcensus.lint.shell import Heredoc, Word, commands, is_assignment, tokenize, unquote
+from pdcensus.lint.shell import RUN_VALUE_OPTIONS, Heredoc, Word, commands, function_spans, is_assignment, tokenize, unquote
 
 NON_ENGINE = frozenset({
     "curl", "wget", "kubectl", "tr", "grep", "egrep", "fgrep", "sed", "awk", "promtool", "prometheus",
@@ -45,28 +50,19 @@ NON_ENGINE = frozenset({
 _PREFIX_ARGS = {  # prefix program -> its options that take a value
     "sudo": {"-u", "-g", "-h", "-p", "-C", "-D", "-r", "-t", "-U", "-T", "--user", "--group"},
     "env": {"-u", "-C", "-S", "--unset", "--chdir", "--split-string"},
-    "exec": {"-a"}, "nohup": set(), "time": set(), "command": set(), "builtin": set(),
-    "setsid": set(), "stdbuf": {"-i", "-o", "-e"}, "nice": {"-n", "--adjustment"},
-    "ionice": {"-c", "-n", "-p"}, "chrt": set(), "numactl": {"-N", "-m", "-C", "-p", "-i"},
-    "tini": set(), "dumb-init": set(), "runuser": {"-u", "-g"}, "systemd-run": {"-p", "-u"},
+    "exec": {"-a"}, "nohup": set(), "time": set(), "command": set(), "builtin": set(), "setsid": set(),
+    "stdbuf": {"-i", "-o", "-e"}, "nice": {"-n", "--adjustment"}, "ionice": {"-c", "-n", "-p"}, "chrt": set(),
+    "numactl": {"-N", "-m", "-C", "-p", "-i"}, "tini": set(), "dumb-init": set(), "runuser": {"-u", "-g"},
+    "systemd-run": {"-p", "-u"},
 }
 _NEEDS_OPERAND = {"timeout": 1, "taskset": 1, "gosu": 1, "su-exec": 1, "chrt": 1}
 _CONTAINER = {"podman", "docker", "nerdctl"}
-_RUN_VALUE_OPTS = {
-    "-e", "--env", "--env-file", "-v", "--volume", "-p", "--publish", "--name", "-w", "--workdir",
-    "-u", "--user", "--network", "--net", "--device", "--gpus", "--mount", "--entrypoint", "--label",
-    "-l", "--shm-size", "--ipc", "--pid", "--cpus", "--memory", "-m", "--restart", "--hostname", "-h",
-    "--add-host", "--cap-add", "--cap-drop", "--security-opt", "--ulimit", "--tmpfs", "--platform",
-    "--pull", "--log-driver", "--log-opt", "--runtime", "--userns", "--group-add", "--stop-signal",
-    "--annotation", "--cgroupns", "--uts", "--dns", "--expose", "--health-cmd", "--ip", "--mac-address",
-    "--cidfile", "--cpuset-cpus", "--memory-swap", "--secret", "--sysctl", "--timeout", "--pod",
-}
 _FLAG = re.compile(r"(--[a-z0-9][a-z0-9-]*[a-z0-9])(?:=(.*))?", re.S)
 _PLAIN_REF = re.compile(r"\$(?:([A-Za-z_]\w*)|\{([A-Za-z_]\w*)(?:\[[@*]\])?\})")
 _OP_REF = re.compile(r"\$\{([A-Za-z_]\w*)(:?[-+=?])(.*)\}", re.S)
 _ANY_REF = re.compile(r"\$\{?([A-Za-z_]\w*)")
 _ENV_LINE = re.compile(r"^\s*(?:export\s+)?(RADIANCE_[A-Z0-9_]+)=(.*)$", re.M)
-_NEGATIVE = re.compile(r"-\d+(?:\.\d+)?")
+_NEGATIVE = re.compile(r"-\d+(?:\.\d+)?")  # a negative value, not an option
 
 
 @dataclass(frozen=True)
@@ -102,13 +98,22 @@ class ShellReader:
     engine: list[tuple[list[Arg], list[FlagUse]]] = field(default_factory=list)
     engine_vars: set[str] = field(default_factory=set)
     other_vars: set[str] = field(default_factory=set)
+    heredoc: Callable[[Snippet], bool] | None = None  # reads a heredoc that writes a unit, manifest...
+    forwarders: set[str] = field(default_factory=set)  # functions whose arguments reach the engine
+    pending_env: list[tuple[str, Arg, tuple[int, int]]] = field(default_factory=list)
+    _spans: list[tuple[str, int, int]] = field(default_factory=list)
 
     def read(self, snippet: Snippet, conditional: bool = False) -> None:
         tokens = tokenize(snippet.text)
+        self._spans = function_spans(tokens)
         for words, cond in commands(tokens):
             self.command([Arg(w.raw, snippet, w.start, cond or conditional) for w in words])
         for tok in tokens:
             if isinstance(tok, Heredoc):
+                body = tok.text[:tok.text.rstrip("\n").rfind("\n") + 1]  # without the delimiter line
+                if self.heredoc is not None and self.heredoc(_shifted(Snippet(snippet.path, body, ()),
+                                                                      Arg(body, snippet, tok.start), 0)):
+                    continue
                 for m in _ENV_LINE.finditer(tok.text):
                     arg = Arg(m.group(2).strip(), snippet, tok.start + m.start(2), conditional)
                     self._env(m.group(1), arg, snippet.position(tok.start + m.start(1)), None)
@@ -129,15 +134,19 @@ class ShellReader:
         name = re.sub(r"\[.*$", "", arg.raw[:eq].rstrip("+"))
         raw = arg.raw[eq + 1:]
         base = arg.start + eq + 1
-        if name.startswith("RADIANCE_"):
+        flag = flag_for_env_var(name)
+        if flag is not None and flag in self.checker.schema:
             self._env(name, Arg(raw, arg.snippet, base, arg.conditional), arg.at(), env)
             return
+        if flag is not None:  # RADIANCE_ARGS="...": an argv variable if an engine command expands it
+            self.pending_env.append((name, Arg(raw, arg.snippet, base, arg.conditional), arg.at()))
+        inner: str | None = None
         if raw.startswith("(") and raw.endswith(")"):
             inner, base = raw[1:-1], base + 1
         elif len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
             inner, base = raw[1:-1], base + 1
-        else:
-            inner = None
+        elif any(c.isspace() for c in raw):  # blanks here come unquoted from a unit's Environment=: split
+            inner = raw
         if inner is None:
             args = [Arg(raw, arg.snippet, base, arg.conditional)] if raw else []
         else:
@@ -155,6 +164,9 @@ class ShellReader:
             self._flush_env(env)
             return
         program = args[i].value.rsplit("/", 1)[-1]
+        if program in self.forwarders:  # launch() { exec radiance serve ... "$@"; }; launch --flag v
+            self._engine(args[i + 1:], env)
+            return
         if program in {"$", "%"}:  # a prompt copied with the command
             self.command(args[i + 1:], env)
             return
@@ -208,17 +220,17 @@ class ShellReader:
         if program in NON_ENGINE or (program.startswith("-") and not _FLAG.fullmatch(program)):
             self._other(args)
             return
-        if (rest and rest[0].value == "serve") or self._known(rest):
+        # an unnamed program (a path, a variable) is the engine when it is given `serve` or a
+        # flag the pinned build declares; a plain word (`arm`, `vllm`, output text) never is
+        unnamed = "/" in args[i].raw or _ANY_REF.match(args[i].raw.strip("'\"")) is not None
+        if unnamed and ((rest and rest[0].value == "serve") or self._known(rest)):
             self._engine(rest, env)
         else:
             self._other(args)
 
     def image_argv(self, argv: list[Arg], env: list[FlagUse], image: str | None = None) -> None:
-        """The argv a container passes to its image's entrypoint.
-
-        The entrypoint is taken as the engine when the argv starts with a flag or ``serve`` and
-        the image is radiance's (or unknown), or when the argv passes a flag the build declares.
-        """
+        """The argv a container passes to its image's entrypoint: the engine's when it starts with a
+        flag or ``serve`` and the image is radiance's (or unknown), or it passes a declared flag."""
         ours = image is None or "radiance" in image.lower() or self._known(argv)
         if argv and (argv[0].value.startswith("-") or argv[0].value == "serve") and ours:
             self._engine(argv[1:] if argv[0].value == "serve" else argv, env)
@@ -244,6 +256,10 @@ class ShellReader:
         for arg in argv:
             self.engine_vars.update(m.group(1) for m in _ANY_REF.finditer(arg.raw))
         self.engine.append((argv, env))
+        if argv and any(a.raw.strip('"') in {"$@", "$*", "${@}", "${*}"} for a in argv):
+            for name, lo, hi in self._spans:  # a function that passes its arguments to the engine
+                if lo <= argv[0].start <= hi:
+                    self.forwarders.add(name)
 
     def _container(self, rest: list[Arg], env: list[FlagUse]) -> None:
         values = [a.value for a in rest]
@@ -256,7 +272,7 @@ class ShellReader:
         while j < len(rest) and values[j].startswith("-"):
             name, eq, inline = values[j].partition("=")
             value_arg = None
-            if not eq and name in _RUN_VALUE_OPTS and j + 1 < len(rest):
+            if not eq and name in RUN_VALUE_OPTIONS and j + 1 < len(rest):
                 value_arg = rest[j + 1]
             elif eq:
                 value_arg = Arg(rest[j].raw[rest[j].raw.index("=") + 1:], rest[j].snippet,
@@ -267,7 +283,7 @@ class ShellReader:
                                  value_arg.start + quoted, value_arg.conditional), env)
             if name == "--entrypoint" and value_arg is not None:
                 entrypoint = value_arg
-            j += 2 if not eq and name in _RUN_VALUE_OPTS else 1
+            j += 2 if not eq and name in RUN_VALUE_OPTIONS else 1
         after = rest[j + 1:]
         if entrypoint is not None:
             self.command([entrypoint, *after], env)
@@ -336,9 +352,10 @@ class ShellReader:
             cond = conditional or arg.conditional
             spec = self.checker.schema.get(m.group(1))
             if m.group(2) is not None:
-                eq = arg.raw.find("=")
-                values = self._values(Arg(arg.raw[eq + 1:].strip("'\""), arg.snippet,
-                                          arg.start + eq + 1, cond), seen)
+                eq = max(arg.raw.find("="), 0)
+                literal = m.group(2) if arg.literal is not None else None  # a manifest's element, as listed
+                values = self._values(Arg(arg.raw[eq + 1:].strip("'\""), arg.snippet, arg.start + eq + 1, cond,
+                                          literal), seen)
             elif spec is not None and spec.takes_value and i < len(argv) and (
                     self._expand(argv[i], seen) is not None or not argv[i].value.startswith("-")
                     or _NEGATIVE.fullmatch(argv[i].value)):
@@ -358,6 +375,9 @@ class ShellReader:
         """Check every engine invocation, then argv fragments held by variables never expanded."""
         for argv, env in self.engine:
             self.checker.invocation(self.uses(argv) + env)
+        for name, value, at in self.pending_env:
+            if name not in self.engine_vars:
+                self._env(name, value, at, None)
         for name, assignments in self.assignments.items():
             if name in self.engine_vars or name in self.other_vars:
                 continue
@@ -376,3 +396,4 @@ def _shifted(inner: Snippet, at: Arg, quote: int) -> Snippet:
         origins.append(at.snippet.position(base + offset))
         offset += len(piece) + 1
     return Snippet(inner.path, inner.text, tuple(origins))
+

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import re
 
+from pdcensus.advice.knobs import flag_for_env_var
 from pdcensus.lint.checks import Checker, FlagUse
 from pdcensus.lint.deploy import decode_with_offsets
 from pdcensus.lint.model import Snippet
@@ -31,7 +32,7 @@ _JSON_STRING = re.compile(r'"((?:\\.|[^"\\])*)"')
 
 
 def logical_lines(text: str, comment: str = "#") -> list[tuple[int, str, Snippet]]:
-    """``(first line, joined text, snippet)`` per instruction, continuations joined."""
+    """``(first line, text, snippet)`` per instruction, its continuation lines included."""
     out: list[tuple[int, str, Snippet]] = []
     lines = text.split("\n")
     i = 0
@@ -47,7 +48,7 @@ def logical_lines(text: str, comment: str = "#") -> list[tuple[int, str, Snippet
                     break
                 continue
             cont = raw.rstrip().endswith("\\")
-            pieces.append(raw.rstrip()[:-1] if cont else raw)
+            pieces.append(raw)  # the backslash stays: the shell tokenizer reads it as a continuation
             origins.append((i + 1, 1))
             i += 1
             if not cont or i >= len(lines):
@@ -70,7 +71,7 @@ def _exec_form(snippet: Snippet, start: int) -> list[Arg] | None:
     if not body.startswith("["):
         return None
     try:
-        values = json.loads(body)
+        values = json.loads(re.sub(r"\\[ \t]*\n", "\n", body))
     except json.JSONDecodeError:
         return None
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
@@ -166,7 +167,7 @@ def read_systemd(text: str, path: str, checker: Checker, shell: ShellReader) -> 
                 quoted = 1 if w.raw[:1] in "'\"" else 0
                 inner = w.raw[quoted:len(w.raw) - quoted]
                 name = inner.partition("=")[0]
-                if name.startswith("RADIANCE_"):
+                if name.startswith("RADIANCE_") and flag_for_env_var(name) in checker.schema:
                     value = inner.partition("=")[2]
                     use = checker.env(name, value, snippet.position(w.start + quoted),
                                       snippet.position(w.start + quoted + len(name) + 1))
