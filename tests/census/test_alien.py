@@ -125,3 +125,16 @@ def test_census_is_never_confidently_wrong_on_alien_recordings():
 @pytest.mark.slow
 def test_census_is_never_confidently_wrong_on_a_larger_alien_sweep():
     _check(_verdicts(range(200, 220)), SLOW_ACCURACY_FLOOR)
+
+
+def test_counter_only_vllm_at_30s_finds_rare_sharing_by_dose_response():
+    # plain vLLM counters polled every 30 s: a chunk far shorter than the interval is diluted in it, the
+    # lag-0 contrast is not beyond noise, and the dose-response still finds the stall per prefill token
+    cfg = random_config(27, cause=Cause.SHARING, metric_set="vllm-v1")
+    recording, truth = make_recording(cfg)
+    assert cfg.plan.interval_seconds == 30.0 and "step-time-sharing" in truth.found
+    v = census_recording(recording)[0].verdict
+    (sharing,) = [f for f in v.found if f.mechanism.value == "step-time-sharing"]
+    assert sharing.signature.value == "dose-response" and sharing.severity.value == truth.found["step-time-sharing"]
+    assert v.dose_response is not None and v.dose_response.stall_interval[0] > 0
+    assert not any(e.rule == "lag0-collapse" and e.satisfied for e in v.evidence)

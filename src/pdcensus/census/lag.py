@@ -150,4 +150,4 @@ def lag_test(
     reason = "ran" if enough else (f"tail test needs {MIN_GROUP_SAMPLES} tail and {MIN_GROUP_SAMPLES} clean "
                                    f"scrapes, found {n_tail} and {n_clean}")
     return LagResult(True, reason, tuple(points), TAIL_WINDOW_SECONDS, float(tail_effect[0]), lo, hi,
-                     n_tail, n_clean, longest, control), tail_effect
+                     n_tail, n_clean, longest, control, enough), tail_effect

@@ -94,40 +94,40 @@ def contrast_note(lag0: np.ndarray, rates_from_counters: bool) -> str:
 
 def verdict_inputs(m: Measured) -> VerdictInputs:
     """The verdict's inputs: contrasts, loss shares, signatures' readings and the data's limits."""
-    s, a, W, wdec, hist, excess = m.signals, m.assignment, m.weights, m.decoder_seconds, m.history, m.excess
+    s, assignment, weights, wdec, hist, excess = m.signals, m.assignment, m.weights, m.decoder_seconds, m.history, m.excess
     valid = np.isfinite(m.per_stream) & (wdec > 0)
-    pz = np.where(valid, m.per_stream, 0.0)
-    idle, busy = a.idle & valid, a.busy & valid
-    p_idle = weighted_ratio(W, wdec * pz * idle, wdec * idle)
-    total = W @ wdec
-    busy_w, busy_wp = W @ (wdec * busy), W @ (wdec * pz * busy)
+    rate = np.where(valid, m.per_stream, 0.0)
+    idle, busy = assignment.idle & valid, assignment.busy & valid
+    idle_rate = weighted_ratio(weights, wdec * rate * idle, wdec * idle)
+    total = weights @ wdec
+    busy_seconds, busy_rate_seconds = weights @ (wdec * busy), weights @ (wdec * rate * busy)
     with np.errstate(invalid="ignore", divide="ignore"):
-        collapse = (busy_w - busy_wp / p_idle) / total
-        lag0 = (busy_wp / busy_w) / p_idle
+        collapse = (busy_seconds - busy_rate_seconds / idle_rate) / total
+        lag0 = (busy_rate_seconds / busy_seconds) / idle_rate
     clean, tail = hist.clean & valid, hist.tail & valid
-    p_clean = weighted_ratio(W, wdec * pz * clean, wdec * clean)
+    clean_rate = weighted_ratio(weights, wdec * rate * clean, wdec * clean)
     with np.errstate(invalid="ignore", divide="ignore"):
-        tail_loss = ((W @ (wdec * tail)) - (W @ (wdec * pz * tail)) / p_clean) / total
+        tail_loss = ((weights @ (wdec * tail)) - (weights @ (wdec * rate * tail)) / clean_rate) / total
     if not np.isfinite(m.tail_effect[0]):
-        tail_loss = np.full(W.shape[0], np.nan)
+        tail_loss = np.full(weights.shape[0], np.nan)
     running, dt = m.running, m.interval_seconds
     sharing = residency = during = after = after_bounded = ledger_depth = None
     chunk_steps_beside = 0.0
     if excess is not None:
         r = np.nan_to_num(running) if running is not None else np.zeros(s.n)
-        lv = excess.valid & (r > 0)
-        den = np.where(lv, r * dt, 0.0)
-        sharing = weighted_ratio(W, np.where(lv, r * np.nan_to_num(excess.sharing_seconds), 0.0), den)
-        residency = weighted_ratio(W, np.where(lv, r * np.nan_to_num(excess.residency_seconds), 0.0), den)
-        chunk_steps_beside = float(np.nansum(np.where(lv, excess.chunk_steps, 0.0))) if running is not None else 0.0
-        d0 = np.nan_to_num(excess.reference_step_seconds)
+        with_decoders = excess.valid & (r > 0)
+        den = np.where(with_decoders, r * dt, 0.0)
+        sharing = weighted_ratio(weights, np.where(with_decoders, r * np.nan_to_num(excess.sharing_seconds), 0.0), den)
+        residency = weighted_ratio(weights, np.where(with_decoders, r * np.nan_to_num(excess.residency_seconds), 0.0), den)
+        chunk_steps_beside = float(np.nansum(np.where(with_decoders, excess.chunk_steps, 0.0))) if running is not None else 0.0
+        undisturbed_step = np.nan_to_num(excess.reference_step_seconds)
         if excess.chunk_seconds is not None and excess.chunk_steps_counted and np.isfinite(excess.reference_step_seconds).any():
-            ledger_depth = weighted_ratio(W, np.where(lv, d0 * excess.chunk_steps, 0.0),
-                                          np.where(lv & (d0 > 0), excess.chunk_seconds, 0.0))
+            ledger_depth = weighted_ratio(weights, np.where(with_decoders, undisturbed_step * excess.chunk_steps, 0.0),
+                                          np.where(with_decoders & (undisturbed_step > 0), excess.chunk_seconds, 0.0))
         if np.isfinite(excess.reference_step_seconds).any():
-            d0s = d0 * excess.decode_steps
-            during = weighted_ratio(W, excess.decode_seconds * hist.heavy, d0s * hist.heavy)
-            after = weighted_ratio(W, excess.decode_seconds * hist.quiet, d0s * hist.quiet)
+            undisturbed_seconds = undisturbed_step * excess.decode_steps
+            during = weighted_ratio(weights, excess.decode_seconds * hist.heavy, undisturbed_seconds * hist.heavy)
+            after = weighted_ratio(weights, excess.decode_seconds * hist.quiet, undisturbed_seconds * hist.quiet)
             quiet_steps = (excess.decode_steps * hist.quiet).sum()
             if quiet_steps <= 0:
                 after = None
@@ -135,7 +135,7 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
                 # decode-only time beyond the longest step a bigger batch alone could explain
                 allowed = np.nan_to_num(excess.batch_step_bound) * excess.decode_steps
                 beyond = np.clip(excess.decode_seconds - allowed, 0.0, None)
-                after_bounded = weighted_ratio(W, (d0s + beyond) * hist.quiet, d0s * hist.quiet)
+                after_bounded = weighted_ratio(weights, (undisturbed_seconds + beyond) * hist.quiet, undisturbed_seconds * hist.quiet)
     pre, ploss = m.preemption, m.preemption_loss
     aligned = bool((np.isfinite(pre.decode_dip) and pre.decode_dip <= BURST_DIP)
                    or (np.isfinite(pre.prefill_spike) and pre.prefill_spike >= BURST_SPIKE))
@@ -150,7 +150,7 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
     prompt = s.increase(Signal.PROMPT_TOKENS)
     tokens = prompt if prompt is not None else (np.nan_to_num(np.asarray(s.prefill_tokens_per_second)) * dt)
     counted_ledger = excess is not None and excess.chunk_steps_counted
-    rec = recovery(m.per_stream, wdec, running, hist, W, s.times, tokens,
+    rec = recovery(m.per_stream, wdec, running, hist, weights, s.times, tokens,
                    (excess.decode_steps, excess.decode_seconds) if counted_ledger and excess is not None else None)
     uncontrolled = bool(
         (after is not None and _lower(after) > INFLATION_MARGIN)
@@ -170,7 +170,7 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         ledger_depth=ledger_depth, dose_stall=m.dose.stall_seconds_per_token, dose_depth=m.dose.depth_at_top,
         busy_share=_share(busy, wdec), tail_share=_share(tail, wdec), burst_share=_share(burst & valid, wdec),
         preemption_depth=pre.decode_dip if pre.decode_dip < 1.0 else float("nan"),
-        itl_busy_ratio=_itl_ratio(itl, a.busy, a.idle), itl_tail_ratio=_itl_ratio(itl, hist.tail, hist.clean),
+        itl_busy_ratio=_itl_ratio(itl, assignment.busy, assignment.idle), itl_tail_ratio=_itl_ratio(itl, hist.tail, hist.clean),
         itl_burst_ratio=_itl_ratio(itl, burst, ~burst),
         tail_test_ran=m.tail_ran, tail_window_note=tail_note,
         recovery_effect=rec.effect, recovery_loss=rec.loss, recovery_note=rec.text(), uncontrolled_eviction=uncontrolled,

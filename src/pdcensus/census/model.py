@@ -262,6 +262,7 @@ class LagResult:
     clean_samples: int = 0
     longest_lag_with_effect_seconds: float = 0.0
     control: str = ""
+    tail_test_ran: bool = False  # enough tail and clean scrapes for the pooled 2-14 min test
 
 
 @dataclass(frozen=True)

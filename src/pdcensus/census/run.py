@@ -179,7 +179,7 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     dose = dose_response(p, wdec, prefill, running, a.busy, W, ledger_ms_per_1k_tokens=_ledger_ms_per_1k(s, excess, dt),
                          basis=f"prefill: {basis}")
     measured = Measured(shape.proven, reason, s, a, p, wdec, hist, W, excess, running, dt, tail_effect,
-                        lag.reason == "ran", ploss, preemption, dose, tuple(b.text for b in broken))
+                        lag.tail_test_ran, ploss, preemption, dose, tuple(b.text for b in broken))
     inputs = verdict_inputs(measured)
     # sharing and eviction are shares of the running decoders' time; the stall's share counts the
     # preempted sequences too, so only the first two must fit in the whole together
