@@ -14,18 +14,22 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 from typing import Any
 
+from pdcensus.census.verdict_model import (
+    DoseResponse,
+    Evidence,
+    Found,
+    Mechanism,
+    Severity,
+    Signature,
+    Verdict,
+)
+
 SCHEMA = "pdcensus/census/v2"
 
-
-class Mechanism(str, Enum):
-    """What the verdict names (the runbook's mechanisms plus the two non-answers)."""
-
-    STEP_TIME_SHARING = "step-time-sharing"
-    EVICTION = "eviction"
-    PREEMPTION_STALL = "preemption-stall"
-    MIXED = "mixed"
-    NONE = "none"
-    INCONCLUSIVE = "inconclusive"
+__all__ = ["SCHEMA", "Mechanism", "Evidence", "Severity", "Signature", "Found", "DoseResponse", "Verdict",
+           "SegmentStart", "Segment", "ShapeResult", "LedgerBucket", "LedgerTimeline", "LedgerResult", "BucketRow",
+           "BucketTable", "LagPoint", "LagResult", "TtftResult", "Burst", "PreemptionResult", "Trap", "LossShares",
+           "PassRecord", "Timeline", "CensusReport", "reports_to_dict", "plain"]
 
 
 class SegmentStart(str, Enum):
@@ -37,107 +41,6 @@ class SegmentStart(str, Enum):
     COUNTER_RESET = "counter-reset"
     PROCESS_START = "process-start-changed"
     NEW_FAMILY = "new-family"
-
-
-@dataclass(frozen=True)
-class Evidence:
-    """One number the verdict rests on, the rule it was held against, and the outcome."""
-
-    rule: str
-    value: float | None
-    threshold: float | None
-    satisfied: bool
-    text: str
-
-
-class Severity(str, Enum):
-    """How much a found mechanism costs: ``material`` at >= 5 % of decoders' time, else ``minor``."""
-
-    MATERIAL = "material"
-    MINOR = "minor"
-
-
-class Signature(str, Enum):
-    """Which signature in the data found a mechanism (the runbook's, one per rule)."""
-
-    LAG0_COLLAPSE = "lag0-collapse"  # per-stream decode well below idle while prefill runs
-    CHUNK_STEP_COLLAPSE = "chunk-step-collapse"  # ledger: a decode row in a chunk step waits the chunk
-    DOSE_RESPONSE = "dose-response"  # per-stream decode falls with prefill tokens in the interval
-    LAGGED_TAIL = "lagged-tail"  # decode slow 2-14 min after prefill, beyond batch growth
-    INFLATED_DECODE_STEPS = "inflated-decode-steps"  # decode-only steps slow after prefill, beyond batch growth
-    RECOVERY_SLOPE = "recovery-slope"  # decode recovers with time since the last prefill (batch controlled)
-    PREEMPTION_BURSTS = "preemption-bursts"  # increases of the preemption counter
-
-
-@dataclass(frozen=True)
-class Found:
-    """A mechanism whose signature is in the data beyond noise, and what it costs.
-
-    ``depth`` is per-stream decode while the mechanism acts, as a ratio of idle (1 = no loss,
-    0 = decoders stopped); ``active_share`` the share of decoders' time in which it acts;
-    ``confidence`` the share of bootstrap replicates in which the signature is found
-    (kept apart from ``severity``, which is about cost).
-    """
-
-    mechanism: Mechanism
-    severity: Severity
-    loss_share: float
-    interval: tuple[float, float]
-    depth: float
-    depth_interval: tuple[float, float]
-    active_share: float
-    confidence: float
-    signature: Signature
-    signature_text: str
-    itl_p99_ratio: float = math.nan  # ITL p99 while it acts / ITL p99 otherwise (NaN: no ITL histogram)
-    near_material_line: bool = False  # the loss share's interval straddles the 5 % line
-
-
-@dataclass(frozen=True)
-class DoseResponse:
-    """Per-interval decode per stream regressed on prefill tokens computed in the same interval.
-
-    ``stall_ms_per_1k_tokens`` is decoders' time lost per 1,000 prefill tokens (slope over
-    intercept, batch size held as a control), which does not depend on the scrape interval;
-    ``ledger_ms_per_1k_tokens`` the same read from the step ledger ((chunk step - decode-only
-    step) per chunk token) where one exists. ``depth_at_top`` is the fitted per-stream ratio at
-    ``top_prefill_tokens_per_second`` (the 95th percentile of busy intervals): a lower bound on
-    how deep decode falls while prefill runs, since a chunk diluted in a long interval runs faster.
-    """
-
-    available: bool
-    reason: str
-    intervals: int = 0
-    stall_ms_per_1k_tokens: float = math.nan
-    stall_interval: tuple[float, float] = (math.nan, math.nan)
-    idle_per_stream_tokens_per_second: float = math.nan
-    top_prefill_tokens_per_second: float = math.nan
-    depth_at_top: float = math.nan
-    depth_at_top_interval: tuple[float, float] = (math.nan, math.nan)
-    batch_controlled: bool = False
-    ledger_ms_per_1k_tokens: float = math.nan
-    basis: str = ""
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """Two answers: *which* mechanisms are found (``found``), and *how much* each costs.
-
-    ``mechanism`` is the headline: the found mechanism that costs most (``mixed`` when two or
-    more are material and none dominates), ``none`` only when nothing is found, ``inconclusive``
-    only when the data cannot tell. ``mechanisms`` lists the found names. ``headline`` says
-    both answers in one line. ``confidence`` is the headline mechanism's.
-    """
-
-    mechanism: Mechanism
-    mechanisms: tuple[Mechanism, ...]
-    confidence: float
-    evidence: tuple[Evidence, ...]
-    settle: tuple[str, ...] = ()
-    found: tuple[Found, ...] = ()
-    headline: str = ""
-    dose_response: DoseResponse | None = None
-    withheld: tuple[str, ...] = ()  # signals the sanity checks found broken, and what was withheld
 
 
 @dataclass(frozen=True)
