@@ -14,6 +14,12 @@ Engines that carry the step ledger under other names (TGI's per-method forward
 histograms, SGLang's per-mode execution seconds) get it from
 ``pdcensus.series.engine_ledger``. Where an engine carries token counts more promptly under
 another name (SGLang's ``realtime_tokens_total{mode}``: ``RATE_TERMS``), that one is read.
+
+vLLM's V1 engine counts a prompt when its prefill *ends* (``pdcensus.census.prefill_progress``
+has the source lines): on a vLLM shape the prefill signal is that module's reconstruction,
+computed tokens (``prompt_tokens_by_source_total{source="local_compute"}`` where exported)
+spread back over the time they took; ``prefill_basis`` says which basis was used and
+``prefill_progress`` what it rests on and what it cannot see.
 """
 
 from __future__ import annotations
@@ -23,10 +29,22 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pdcensus.census.counters import summed_gauge, summed_increase
+from pdcensus.census.prefill_progress import PrefillBasis, PrefillProgress, reconstruct
 from pdcensus.census.usable import LeftOut, bounded_rate
 from pdcensus.series.engine_ledger import ledger_increases, term_increases
 from pdcensus.series.model import Endpoint
-from pdcensus.series.profiles import COUNTER_SIGNALS, HISTOGRAM_SIGNALS, LEDGER_SIGNALS, RATE_TERMS, Profile, Signal
+from pdcensus.series.profiles import (
+    COUNTER_SIGNALS,
+    HISTOGRAM_SIGNALS,
+    LEDGER_SIGNALS,
+    RATE_TERMS,
+    VLLM_COMPUTED_PROMPT,
+    VLLM_PREFIX_CACHE_HITS,
+    VLLM_PREFIX_CACHE_QUERIES,
+    LedgerTerm,
+    Profile,
+    Signal,
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +73,10 @@ class ShapeSignals:
     rates_from_counters: bool = False
     # rates derived from counters that were left out as unusable (see pdcensus.census.usable)
     left_out: tuple[LeftOut, ...] = ()
+    # what the prefill signal is made of (None: no prefill signal)
+    prefill_basis: PrefillBasis | None = None
+    # vLLM: the completion-time counter's reconstruction (pdcensus.census.prefill_progress)
+    prefill_progress: PrefillProgress | None = None
 
     @property
     def n(self) -> int:
@@ -153,5 +175,28 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
             from_counters = True
         else:
             decode = prefill = None
+    basis = None if prefill is None else PrefillBasis.COUNTER_AS_COMPUTED if from_counters else PrefillBasis.GAUGE
+    progress = None
+    if from_counters and profile.engine == "vllm" and prefill is not None:
+        progress = _vllm_progress(endpoint, rows, times, dt, increases[Signal.PROMPT_TOKENS], values, present, by_name,
+                                  gauges.get(Signal.WAITING), Signal.ITERATION_TOKENS in histograms)
+        prefill, _ = bounded_rate(progress.tokens_per_second, "reconstructed prefill rate")
+        basis = progress.basis
     return ShapeSignals(times, dt, scrape_interval_seconds, profile, names, gauges, increases, histograms,
-                        decode, prefill, from_counters, tuple(left_out))
+                        decode, prefill, from_counters, tuple(left_out), basis, progress)
+
+
+def _vllm_progress(endpoint: Endpoint, rows: np.ndarray, times: np.ndarray, dt: np.ndarray, prompt: np.ndarray,
+                   values: np.ndarray, present: np.ndarray, by_name: dict[str, list[int]],
+                   waiting: np.ndarray | None, iteration_tokens: bool) -> PrefillProgress:
+    """vLLM's prompt counter moves when a prefill ends: reconstruct when it ran."""
+    local = term_increases(endpoint, rows, LedgerTerm((VLLM_COMPUTED_PROMPT,), "source",
+                                                      frozenset({"local_compute"})))
+
+    def counter(name: str) -> np.ndarray | None:
+        cols = by_name.get(name, [])
+        return summed_increase(values[:, cols], present[:, cols]) if cols and present[:, cols].any() else None
+
+    return reconstruct(times, dt, prompt, completion_time=True, local_compute=local,
+                       hits=counter(VLLM_PREFIX_CACHE_HITS), queries=counter(VLLM_PREFIX_CACHE_QUERIES),
+                       waiting=waiting, iteration_tokens_scraped=iteration_tokens)
