@@ -39,6 +39,7 @@ from pdcensus.series.profiles import (
     LEDGER_SIGNALS,
     RATE_TERMS,
     VLLM_COMPUTED_PROMPT,
+    VLLM_FINISHED,
     VLLM_PREFIX_CACHE_HITS,
     VLLM_PREFIX_CACHE_QUERIES,
     LedgerTerm,
@@ -77,6 +78,8 @@ class ShapeSignals:
     prefill_basis: PrefillBasis | None = None
     # vLLM: the completion-time counter's reconstruction (pdcensus.census.prefill_progress)
     prefill_progress: PrefillProgress | None = None
+    # requests finished per interval (vllm:request_success_total), for pdcensus.census.guards
+    finished_requests: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -177,13 +180,19 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
             decode = prefill = None
     basis = None if prefill is None else PrefillBasis.COUNTER_AS_COMPUTED if from_counters else PrefillBasis.GAUGE
     progress = None
+    finished = _counter(values, present, by_name, VLLM_FINISHED) if profile.engine == "vllm" else None
     if from_counters and profile.engine == "vllm" and prefill is not None:
         progress = _vllm_progress(endpoint, rows, times, dt, increases[Signal.PROMPT_TOKENS], values, present, by_name,
                                   gauges.get(Signal.WAITING), Signal.ITERATION_TOKENS in histograms)
         prefill, _ = bounded_rate(progress.tokens_per_second, "reconstructed prefill rate")
         basis = progress.basis
     return ShapeSignals(times, dt, scrape_interval_seconds, profile, names, gauges, increases, histograms,
-                        decode, prefill, from_counters, tuple(left_out), basis, progress)
+                        decode, prefill, from_counters, tuple(left_out), basis, progress, finished)
+
+
+def _counter(values: np.ndarray, present: np.ndarray, by_name: dict[str, list[int]], name: str) -> np.ndarray | None:
+    cols = by_name.get(name, [])
+    return summed_increase(values[:, cols], present[:, cols]) if cols and present[:, cols].any() else None
 
 
 def _vllm_progress(endpoint: Endpoint, rows: np.ndarray, times: np.ndarray, dt: np.ndarray, prompt: np.ndarray,
@@ -192,11 +201,7 @@ def _vllm_progress(endpoint: Endpoint, rows: np.ndarray, times: np.ndarray, dt: 
     """vLLM's prompt counter moves when a prefill ends: reconstruct when it ran."""
     local = term_increases(endpoint, rows, LedgerTerm((VLLM_COMPUTED_PROMPT,), "source",
                                                       frozenset({"local_compute"})))
-
-    def counter(name: str) -> np.ndarray | None:
-        cols = by_name.get(name, [])
-        return summed_increase(values[:, cols], present[:, cols]) if cols and present[:, cols].any() else None
-
     return reconstruct(times, dt, prompt, completion_time=True, local_compute=local,
-                       hits=counter(VLLM_PREFIX_CACHE_HITS), queries=counter(VLLM_PREFIX_CACHE_QUERIES),
+                       hits=_counter(values, present, by_name, VLLM_PREFIX_CACHE_HITS),
+                       queries=_counter(values, present, by_name, VLLM_PREFIX_CACHE_QUERIES),
                        waiting=waiting, iteration_tokens_scraped=iteration_tokens)

@@ -496,6 +496,7 @@ def census_sample_names() -> set[str]:
 VLLM_COMPUTED_PROMPT = "vllm:prompt_tokens_by_source_total"
 VLLM_PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries_total"
 VLLM_PREFIX_CACHE_HITS = "vllm:prefix_cache_hits_total"
+VLLM_FINISHED = "vllm:request_success_total"
 
 RATE_TERMS: dict[str, dict[Signal, LedgerTerm]] = {
     "sglang": {
