@@ -55,6 +55,8 @@ class PrefillBasis(str, Enum):
     COUNTER_AS_COMPUTED = "counter that moves as prefill is computed (interval mean)"
     COMPLETION_COUNTER = "completion-time counter, taken as is (interval mean)"
     SPREAD_BACK = "completion-time counter spread back over its duration at the measured prefill speed"
+    ADMISSION_TO_COMPLETION = ("each prompt spread from its admission (prefix_cache_queries_total) to its "
+                               "completion (prompt_tokens_total), first in first out")
 
 
 class ComputedSource(str, Enum):
@@ -135,6 +137,50 @@ def spread_back(tokens: np.ndarray, dt: np.ndarray, speed: float) -> np.ndarray:
     return out
 
 
+def _cumulative(inc: np.ndarray) -> np.ndarray:
+    c = np.nan_to_num(inc).copy()
+    c[0] = 0.0
+    return np.cumsum(c)
+
+
+def admission_to_completion(times: np.ndarray, admitted: np.ndarray, completed: np.ndarray,
+                            computed_share: np.ndarray) -> np.ndarray:
+    """Computed prefill per interval, each prompt token spread from its admission to its completion.
+
+    vLLM looks a request up in the prefix cache when the scheduler admits it, i.e. in the step
+    its first chunk is scheduled (``kv_cache_manager.get_computed_blocks``, counted in
+    ``prefix_cache_queries_total`` with the whole prompt, cache hits included), and adds the same
+    prompt length to ``prompt_tokens_total`` when its last chunk ends. Matching the two
+    cumulative counts first in first out gives each prompt token an admission and a completion
+    time; its computed share (``computed_share`` of the completion interval) is spread
+    uniformly in between. Prompts admitted before the window are placed at its start.
+    """
+    n = times.size
+    out = np.full(n, np.nan)
+    if n < 2:
+        return out
+    a_cum, c_cum = _cumulative(admitted), _cumulative(completed)
+    a_cum = a_cum + max(0.0, float(np.max(c_cum - a_cum)))  # in flight at the start: admitted before it
+    total = float(c_cum[-1])
+    if total <= 0:
+        out[1:] = 0.0
+        return out
+    # between consecutive values of either cumulative count both inverses are linear: one point each
+    edges = np.unique(np.concatenate([c_cum, np.clip(a_cum, 0.0, total)]))
+    x, width = 0.5 * (edges[1:] + edges[:-1]), np.diff(edges)
+    t_c = np.interp(x, c_cum, times)
+    t_a = np.minimum(np.interp(x, a_cum, times), t_c)
+    idx = np.clip(np.searchsorted(c_cum, x, side="left"), 1, n - 1)
+    w = np.nan_to_num(computed_share[idx], nan=1.0) * width
+    span = np.maximum(t_c - t_a, 1e-9)
+    r = np.empty(n)
+    for lo in range(0, n, 256):
+        tt = times[lo:lo + 256, None]
+        r[lo:lo + 256] = (w * np.clip((tt - t_a) / span, 0.0, 1.0)).sum(axis=1)
+    out[1:] = np.diff(r)
+    return out
+
+
 def _share(num: np.ndarray | None, den: np.ndarray | None) -> float:
     if num is None or den is None:
         return float("nan")
@@ -187,6 +233,18 @@ def reconstruct(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, *, comple
     if not completion_time:
         return PrefillProgress(PrefillBasis.COUNTER_AS_COMPUTED, _interval_rate(computed, dt), raw, source, share,
                                qpp, float("nan"), False, 0.0, tuple(cannot), None)
+    if queries is not None and QUERIES_ONCE[0] <= qpp <= QUERIES_ONCE[1]:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            per_interval = np.where(np.nan_to_num(prompt) > 0, np.nan_to_num(computed) / prompt, np.nan)
+        if not np.isfinite(per_interval).any():
+            per_interval = np.full(prompt.size, share if np.isfinite(share) else 1.0)
+        tokens = admission_to_completion(times, queries, prompt, per_interval)
+        cannot += ["which prompt ran in which poll when several are in flight: first in first out is assumed",
+                   "the speed of each chunk: a prompt's work is spread evenly from its admission to its end",
+                   "re-prefill after a preemption (a resumed request is not looked up again in the counter)"]
+        return PrefillProgress(PrefillBasis.ADMISSION_TO_COMPLETION, _interval_rate(tokens, dt), raw, source, share,
+                               qpp, float("nan"), False, _hidden(tokens, prompt), tuple(cannot),
+                               None if iteration_tokens_scraped else _HINT)
     speed = measured_speed(times, computed, window)
     if not np.isfinite(speed) or speed <= 0:
         cannot.append("when prefill ran: no prefill speed could be measured, the counter is taken as is")
@@ -198,10 +256,7 @@ def reconstruct(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, *, comple
         cannot.append("the engine's full prefill speed: requests seldom waited, so the measured speed is a lower "
                       "bound and each prefill is spread over more polls than it ran in")
     tokens = spread_back(computed, dt, speed)
-    moved = np.nan_to_num(prompt) > MOVED_TOKENS
-    seconds = np.nan_to_num(tokens) / speed
-    total = float(seconds.sum())
-    hidden = float(seconds[~moved].sum()) / total if total > 0 else 0.0
+    hidden = _hidden(tokens, prompt)
     cannot += [
         f"which prefill ran in which poll when several overlap: all are spread at one speed ({speed:,.0f} tok/s, "
         f"the best {window:.0f} s mean of this window)",
@@ -210,6 +265,14 @@ def reconstruct(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, *, comple
     ]
     return PrefillProgress(PrefillBasis.SPREAD_BACK, _interval_rate(tokens, dt), raw, source, share, qpp, speed,
                            not saturated, hidden, tuple(cannot), None if iteration_tokens_scraped else _HINT)
+
+
+def _hidden(tokens: np.ndarray, prompt: np.ndarray) -> float:
+    """Share of reconstructed prefill (tokens, i.e. time at one speed) in polls where the counter was flat."""
+    moved = np.nan_to_num(prompt) > MOVED_TOKENS
+    tok = np.nan_to_num(tokens)
+    total = float(tok.sum())
+    return float(tok[~moved].sum()) / total if total > 0 else 0.0
 
 
 # What to scrape to see more. vLLM has no family that counts prefill chunks as they run
