@@ -8,7 +8,7 @@ one step that emits its first token, never while its chunks run. Read in vLLM 0.
   ``req_state.is_prefilling``, which is True until the request's first ``EngineCoreOutput``
   and set False right after (l. 621 [626]);
 - ``v1/core/sched/scheduler.py:update_from_output`` appends an ``EngineCoreOutput`` only
-  ``if new_token_ids or pooler_output ... or stopped`` (l. 1452 [1369]): a partial prefill
+  ``if new_token_ids or pooler_output ... or stopped`` (l. 1451-1458 [1369-1376]): a partial prefill
   chunk samples no token, so it produces no output and no stats;
 - ``v1/metrics/stats.py:IterationStats.update_from_output`` adds ``prompt_len`` (0.15:
   ``num_prompt_tokens += prompt_len``, l. 269; 0.19: ``PromptTokenStats.update_from_output``,

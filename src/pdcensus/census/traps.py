@@ -68,7 +68,7 @@ def prompt_counter_traps(p: PrefillProgress) -> tuple[Trap, ...]:
     else:
         out.append(Trap("prompt-tokens-include-cache-hits", bool(looked_up),
                         "computed share unknown: prompt tokens (cache hits included) are taken as prefill" + looked_up))
-    late = p.basis is PrefillBasis.SPREAD_BACK or p.basis is PrefillBasis.COMPLETION_COUNTER
+    late = p.basis in (PrefillBasis.SPREAD_BACK, PrefillBasis.COMPLETION_COUNTER, PrefillBasis.ADMISSION_TO_COMPLETION)
     text = (f"the prompt counter moves when a prefill ends: {100 * p.hidden_share:.0f} % of the reconstructed "
             f"prefill time falls in polls where it did not move; prefill = {p.basis.value}" if late
             else f"prefill = {p.basis.value}")
