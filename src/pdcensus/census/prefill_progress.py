@@ -2,9 +2,9 @@
 
 Why: vLLM's V1 engine adds a request's whole prompt to ``vllm:prompt_tokens_total`` in the
 one step that emits its first token, never while its chunks run. Read in vLLM 0.15.0 and
-0.19.1 (the wheels' ``vllm/v1/...`` sources; line numbers are 0.19.1's, 0.15.0's in brackets):
+0.19.1 (release sources, ``vllm/v1/...``; line numbers are 0.19.1's, 0.15.0's in brackets):
 
-- ``v1/engine/output_processor.py:_update_stats_from_output`` (l. 765 [776]) passes
+- ``v1/engine/output_processor.py:_update_stats_from_output`` (l. 763 [774]) passes
   ``req_state.is_prefilling``, which is True until the request's first ``EngineCoreOutput``
   and set False right after (l. 621 [626]);
 - ``v1/core/sched/scheduler.py:update_from_output`` appends an ``EngineCoreOutput`` only
