@@ -90,3 +90,24 @@ def test_prefill_counted_late_is_named_and_a_plain_slowdown_is_not_above_one() -
     assert explain_contrast(gen, prompt, running, dt).cause is ContrastCause.PREFILL_COUNTED_LATE
     slow = np.where(counted, 600.0, 1000.0)
     assert explain_contrast(slow, prompt, running, dt).cause is ContrastCause.NOT_ABOVE_ONE
+
+
+def test_verdict_limits_cap_confidence_and_forbid_what_the_window_cannot_hold() -> None:
+    from pdcensus.census.guards import LIMITED_CONFIDENCE, GuardReason, Guards, history_observed, verdict_limits
+
+    t = np.arange(0.0, 540.0)
+    running = np.full(t.size, 1.0)
+    busy = np.zeros(t.size, bool)
+    busy[::10] = True
+    g = Guards(session_guard(running, busy), window_support(t, running, None, 1.0), None)
+    lim = verdict_limits(g)
+    assert not lim.contrast_allowed and not lim.tail_allowed and lim.max_confidence == LIMITED_CONFIDENCE
+    assert GuardReason.NO_OTHER_SESSION in lim.reasons and GuardReason.WINDOW_TOO_SHORT_FOR_TAIL in lim.reasons
+    long_t = np.arange(0.0, 3600.0)
+    many = np.full(long_t.size, 8.0)
+    busy_long = np.zeros(long_t.size, bool)
+    busy_long[::10] = True
+    ok = verdict_limits(Guards(session_guard(many, busy_long), window_support(long_t, many, None, 1.0), None))
+    assert ok.contrast_allowed and ok.tail_allowed and ok.max_confidence == 1.0 and ok.reasons == ()
+    seen = history_observed(long_t, 840.0, window_support(long_t, many, None, 1.0))
+    assert not seen[:840].any() and seen[900:].all()  # the run's first 14 min never serve as a clean reference

@@ -28,6 +28,7 @@ from enum import Enum
 
 import numpy as np
 
+from pdcensus.census.lag import TAIL_WINDOW_SECONDS
 from pdcensus.census.signals import ShapeSignals
 from pdcensus.series.profiles import Signal
 
@@ -99,7 +100,8 @@ class WindowSupport:
     ramp_up_seconds: float  # from the window's start until batch and KV usage reach their steady level
     still_ramping: bool
     max_tail_lag_seconds: float
-    observed_from: float  # timestamp: history before this is not observed (ramp-up end or gap)
+    observed_from: float  # timestamp: the longest clean span starts here (ramp-up end or after a gap)
+    observed_until: float  # ... and ends here
 
     def supports(self, lag_seconds: float) -> bool:
         return not self.still_ramping and lag_seconds <= self.max_tail_lag_seconds
@@ -128,7 +130,8 @@ def window_support(times: np.ndarray, running: np.ndarray | None, kv_usage: np.n
     """The longest lagged tail this window can test, and whether it is still ramping up."""
     t = np.asarray(times, dtype=np.float64)
     if t.size < 2:
-        return WindowSupport(0.0, 0.0, 0.0, 0.0, True, 0.0, float(t[0]) if t.size else float("nan"))
+        edge = float(t[0]) if t.size else float("nan")
+        return WindowSupport(0.0, 0.0, 0.0, 0.0, True, 0.0, edge, edge)
     window = float(t[-1] - t[0])
     ramp = max(_ramp_end(t, running), _ramp_end(t, kv_usage))
     still = ramp > RAMP_SHARE * window
@@ -136,14 +139,15 @@ def window_support(times: np.ndarray, running: np.ndarray | None, kv_usage: np.n
     step = scrape_interval_seconds if np.isfinite(scrape_interval_seconds) else float(np.median(gaps))
     breaks = gaps > max(GAP_INTERVALS * step, GAP_SECONDS)
     start = t[0] + ramp
-    best, best_from, seg_start = 0.0, start, t[0]
+    best, best_from, best_until, seg_start = 0.0, start, start, t[0]
     for i in range(t.size):
         if i > 0 and breaks[i - 1]:
             seg_start = t[i]
         s = max(seg_start, start)
         if t[i] - s > best:
-            best, best_from = float(t[i] - s), float(s)
-    return WindowSupport(window, best, float(gaps.max()), ramp, bool(still), best / SPANS_PER_LAG, best_from)
+            best, best_from, best_until = float(t[i] - s), float(s), float(t[i])
+    return WindowSupport(window, best, float(gaps.max()), ramp, bool(still), best / SPANS_PER_LAG, best_from,
+                         best_until)
 
 
 class ContrastCause(str, Enum):
@@ -228,3 +232,62 @@ def shape_guards(s: ShapeSignals, prefill_busy: np.ndarray) -> Guards:
     if gen is not None and prompt is not None and running is not None:
         contrast = explain_contrast(gen, prompt, running, s.interval_seconds, s.finished_requests)
     return Guards(session_guard(running, prefill_busy), window, contrast)
+
+
+class GuardReason(str, Enum):
+    """Why a guard limits the verdict (the report renders these, the verdict reads them)."""
+
+    NO_OTHER_SESSION = "at most one request ran: every prefill was the decoder's own next turn"
+    TOO_FEW_OTHER = "too few polls had prefill while another session ran"
+    TOO_FEW_PREFILL = "too few polls had prefill at all"
+    WINDOW_TOO_SHORT_FOR_TAIL = "the window cannot hold the lagged tail with clean scrapes on both sides"
+    STILL_RAMPING = "the batch and KV usage were still growing for over a third of the window"
+    CONTRAST_ABOVE_ONE = "per-stream decode was faster while prompts were counted, for a cause that is not prefill"
+
+
+# Confidence a verdict may not reach while a guard limits it (the issue's "never 0.7 or more").
+LIMITED_CONFIDENCE = 0.69
+
+
+@dataclass(frozen=True)
+class VerdictLimits:
+    """What the guards allow: the verdict applies these, it does not re-derive them."""
+
+    contrast_allowed: bool  # False: no busy/idle ratio may be claimed (return inconclusive / none with the reason)
+    tail_allowed: bool  # False: no lagged tail (eviction by the lag test) may be claimed
+    max_confidence: float  # 1.0, or LIMITED_CONFIDENCE when any guard limits the claim
+    reasons: tuple[GuardReason, ...]
+
+
+def verdict_limits(g: Guards, tail_lag_seconds: float = TAIL_WINDOW_SECONDS[1]) -> VerdictLimits:
+    """The limits one shape's guards put on its verdict.
+
+    ``tail_lag_seconds``: the longest lag the tail claim rests on (the lag test pools up to
+    ``TAIL_WINDOW_SECONDS[1]``).
+    """
+    reasons: list[GuardReason] = []
+    session = {SessionContrast.NO_OTHER_SESSION: GuardReason.NO_OTHER_SESSION,
+               SessionContrast.TOO_FEW_OTHER: GuardReason.TOO_FEW_OTHER,
+               SessionContrast.TOO_FEW_PREFILL: GuardReason.TOO_FEW_PREFILL}.get(g.session.contrast)
+    if session is not None:
+        reasons.append(session)
+    if g.window.still_ramping:
+        reasons.append(GuardReason.STILL_RAMPING)
+    tail_ok = g.window.supports(tail_lag_seconds)
+    if not tail_ok and not g.window.still_ramping:
+        reasons.append(GuardReason.WINDOW_TOO_SHORT_FOR_TAIL)
+    if g.contrast is not None and g.contrast.cause not in (ContrastCause.NOT_ABOVE_ONE,):
+        reasons.append(GuardReason.CONTRAST_ABOVE_ONE)
+    contrast_ok = g.session.contrast in (SessionContrast.OTHER_SESSIONS, SessionContrast.UNKNOWN)
+    return VerdictLimits(contrast_ok, tail_ok, 1.0 if not reasons else LIMITED_CONFIDENCE, tuple(reasons))
+
+
+def history_observed(times: np.ndarray, lookback_seconds: float, window: WindowSupport) -> np.ndarray:
+    """Per scrape: its last ``lookback_seconds`` lie inside the clean span after the ramp-up.
+
+    A scrape is "clean" (nothing heavy in the tail window before it) only if that history was
+    observed: AND this into the lag test's clean mask so the start of a run never serves as
+    the clean reference.
+    """
+    t = np.asarray(times, dtype=np.float64)
+    return np.asarray((t - window.observed_from >= lookback_seconds) & (t <= window.observed_until))
