@@ -181,7 +181,9 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
     basis = None if prefill is None else PrefillBasis.COUNTER_AS_COMPUTED if from_counters else PrefillBasis.GAUGE
     progress = None
     finished = _counter(values, present, by_name, VLLM_FINISHED) if profile.engine == "vllm" else None
-    if from_counters and profile.engine == "vllm" and prefill is not None:
+    # V1 counts a prompt when its prefill ends; V0 counted each chunk as it was scheduled
+    # (vllm/engine/llm_engine.py ``_get_stats``: ``num_prompt_tokens_iter += token_chunk_size``)
+    if from_counters and profile.name == "vllm-v1" and prefill is not None:
         progress = _vllm_progress(endpoint, rows, times, dt, increases[Signal.PROMPT_TOKENS], values, present, by_name,
                                   gauges.get(Signal.WAITING), Signal.ITERATION_TOKENS in histograms)
         prefill, _ = bounded_rate(progress.tokens_per_second, "reconstructed prefill rate")
