@@ -21,9 +21,11 @@ from pathlib import Path
 import numpy as np
 
 from pdcensus.census.buckets import assign_buckets
+from pdcensus.census.client_felt import ClientFelt, client_felt
 from pdcensus.census.guards import Guards, shape_guards
 from pdcensus.census.model import CensusReport
 from pdcensus.census.run import census_recording, read_shape
+from pdcensus.series.profiles import Signal
 from pdcensus.sources.client_records import ClientRequest, load_client_records
 from pdcensus.sources.load import load_source
 
@@ -95,16 +97,22 @@ def client_truth(reqs: list[ClientRequest]) -> ClientTruth:
                        share, ratio, terc)
 
 
-def run_one(path: Path) -> tuple[CensusReport, Guards, ClientTruth | None, float]:
+def run_one(path: Path) -> tuple[CensusReport, Guards, ClientTruth | None, ClientFelt | None, float]:
     t0 = time.perf_counter()
     rec = load_source(path)
     report = census_recording(rec)[0]
     s = read_shape(rec.endpoints[0], rec.families, str(path)).signals
     assert s.prefill_tokens_per_second is not None
-    guards = shape_guards(s, assign_buckets(s.prefill_tokens_per_second).busy)
+    busy = assign_buckets(s.prefill_tokens_per_second).busy
+    guards = shape_guards(s, busy)
     records = path.with_name(path.name.replace(".om.gz", ".client_requests.csv.gz"))
-    truth = client_truth(load_client_records(records)) if records.exists() else None
-    return report, guards, truth, time.perf_counter() - t0
+    truth = felt = None
+    if records.exists():
+        reqs = load_client_records(records)
+        truth = client_truth(reqs)
+        prompt = s.increase(Signal.PROMPT_TOKENS)
+        felt = client_felt(reqs, s.times, prompt, busy) if prompt is not None else None
+    return report, guards, truth, felt, time.perf_counter() - t0
 
 
 def _fmt(x: float, spec: str = ".2f") -> str:
@@ -120,10 +128,10 @@ def main() -> None:
         sys.exit(f"error: no *.om.gz under {args.root}")
     print("| run | verdict | conf | prefill basis | hidden prefill | computed share | sessions guard | max lag s "
           "| ramping | contrast>1 cause | traps fired | client: overlap | client: decode ratio (fit / terciles) "
-          "| client TTFT p50 s | client TPOT p50 ms |")
-    print("|---" * 15 + "|")
+          "| client TTFT p50 s | client TPOT p50 ms | felt: TPOT idle / busy bucket (n busy, n idle) |")
+    print("|---" * 16 + "|")
     for path in paths:
-        rep, g, truth, secs = run_one(path)
+        rep, g, truth, felt, secs = run_one(path)
         rec = load_source(path)
         p = read_shape(rec.endpoints[0], rec.families, str(path)).signals.prefill_progress
         traps = ", ".join(t.name for t in rep.traps if t.fired) or "-"
@@ -142,6 +150,8 @@ def main() -> None:
         else:
             cells += [_fmt(truth.overlap_share), f"{_fmt(truth.decode_ratio)} / {_fmt(truth.decode_ratio_terciles)}",
                       _fmt(truth.ttft_p50), _fmt(1e3 * truth.tpot_p50, ".1f")]
+        cells.append("-" if felt is None else f"{_fmt(felt.tpot_ratio)} ({felt.decoded_busy.requests}, "
+                     f"{felt.decoded_idle.requests})")
         print("| " + " | ".join(cells) + " |", flush=True)
         print(f"  ({secs:.1f} s)", file=sys.stderr)
 
