@@ -102,3 +102,16 @@ def test_reconstruction_follows_the_simulators_computed_prefill(scenario: str) -
     rec = np.corrcoef(truth[:n][ok], p.tokens_per_second[:n][ok])[0, 1]
     raw = np.corrcoef(truth[:n][ok], p.raw_tokens_per_second[:n][ok])[0, 1]
     assert rec > 0.8 and rec > raw + 0.3
+
+
+@pytest.mark.parametrize(("profile", "basis"), [
+    ("radiance", PrefillBasis.GAUGE),
+    ("vllm", PrefillBasis.ADMISSION_TO_COMPLETION),
+    ("sglang", PrefillBasis.COUNTER_AS_COMPUTED),  # realtime_tokens_total{mode="prefill_compute"}
+    ("tgi", PrefillBasis.ARRIVAL_COUNTER),  # input length observed at validation
+])
+def test_each_engine_says_what_its_prefill_signal_is(profile: str, basis: PrefillBasis) -> None:
+    rec = simulate("healthy", duration_seconds=1800, seed=0, profile=profile).recording
+    s = read_shape(rec.endpoints[0], rec.families, profile).signals
+    assert s.prefill_basis is basis
+    assert (s.prefill_progress is not None) == (profile == "vllm")

@@ -54,6 +54,8 @@ class PrefillBasis(str, Enum):
     GAUGE = "same-scrape prefill gauge"
     COUNTER_AS_COMPUTED = "counter that moves as prefill is computed (interval mean)"
     COMPLETION_COUNTER = "completion-time counter, taken as is (interval mean)"
+    ARRIVAL_COUNTER = "counter that moves when a request arrives, before its prefill (interval mean)"
+    REQUEST_END_COUNTER = "counter that moves when a request ends, after its decode (interval mean)"
     SPREAD_BACK = "completion-time counter spread back over its duration at the measured prefill speed"
     ADMISSION_TO_COMPLETION = ("each prompt spread from its admission (prefix_cache_queries_total) to its "
                                "completion (prompt_tokens_total), first in first out")

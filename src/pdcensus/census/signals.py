@@ -150,10 +150,12 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
         else:
             gauges[signal] = summed_gauge(values[:, cols], present[:, cols])
 
+    prompt_term = False
     for sig, term in RATE_TERMS.get(profile.name, {}).items():
         term_inc = term_increases(endpoint, rows, term)
         if term_inc is not None:
             increases[sig] = term_inc
+            prompt_term |= sig is Signal.PROMPT_TOKENS
 
     if not all(sig in increases for sig in LEDGER_SIGNALS):
         # Engines whose ledger is derived from other names (TGI, SGLang, ...): see engine_ledger.
@@ -178,7 +180,7 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
             from_counters = True
         else:
             decode = prefill = None
-    basis = None if prefill is None else PrefillBasis.COUNTER_AS_COMPUTED if from_counters else PrefillBasis.GAUGE
+    basis = None if prefill is None else _counter_basis(profile, prompt_term) if from_counters else PrefillBasis.GAUGE
     progress = None
     finished = _counter(values, present, by_name, VLLM_FINISHED) if profile.engine == "vllm" else None
     # V1 counts a prompt when its prefill ends; V0 counted each chunk as it was scheduled
@@ -190,6 +192,15 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
         basis = progress.basis
     return ShapeSignals(times, dt, scrape_interval_seconds, profile, names, gauges, increases, histograms,
                         decode, prefill, from_counters, tuple(left_out), basis, progress, finished)
+
+
+def _counter_basis(profile: Profile, prompt_term: bool) -> PrefillBasis:
+    """When an engine's prompt counter moves (see pdcensus.series.profiles for the sources)."""
+    if profile.engine == "tgi":  # tgi_request_input_length is observed at validation
+        return PrefillBasis.ARRIVAL_COUNTER
+    if profile.engine == "sglang" and not prompt_term:  # prompt_tokens_total moves when a request finishes
+        return PrefillBasis.REQUEST_END_COUNTER
+    return PrefillBasis.COUNTER_AS_COMPUTED
 
 
 def _counter(values: np.ndarray, present: np.ndarray, by_name: dict[str, list[int]], name: str) -> np.ndarray | None:
