@@ -115,3 +115,23 @@ def test_each_engine_says_what_its_prefill_signal_is(profile: str, basis: Prefil
     s = read_shape(rec.endpoints[0], rec.families, profile).signals
     assert s.prefill_basis is basis
     assert (s.prefill_progress is not None) == (profile == "vllm")
+
+
+def test_a_v1_engine_under_the_old_names_is_still_read_as_counting_at_completion() -> None:
+    from pdcensus.series.model import Endpoint, Family, SeriesKey
+
+    rec = simulate("step-time-sharing", duration_seconds=900, seed=1, profile="vllm",
+                   scrape_interval_seconds=1.0).recording
+    old = {"vllm:kv_cache_usage_perc": "vllm:gpu_cache_usage_perc",
+           "vllm:prefix_cache_queries_total": "vllm:gpu_prefix_cache_queries_total",
+           "vllm:prefix_cache_hits_total": "vllm:gpu_prefix_cache_hits_total",
+           "vllm:inter_token_latency_seconds_bucket": "vllm:time_per_output_token_seconds_bucket"}
+    ep = rec.endpoints[0]
+    keys = [SeriesKey(old.get(k.name, k.name), k.labels) for k in ep.keys]
+    renamed = Endpoint(ep.job, ep.instance, ep.timestamps, keys, ep.values, ep.present)
+    fams = {n: f for n, f in rec.families.items()}
+    fams["vllm:gpu_cache_usage_perc"] = Family("vllm:gpu_cache_usage_perc", fams["vllm:kv_cache_usage_perc"].type, "")
+    read = read_shape(renamed, fams, "vllm 0.9")
+    assert read.detection.profile.name == "vllm-v0"
+    assert read.signals.prefill_basis is PrefillBasis.ADMISSION_TO_COMPLETION
+    assert read.signals.prefill_progress is not None

@@ -42,6 +42,7 @@ from pdcensus.series.profiles import (
     VLLM_FINISHED,
     VLLM_PREFIX_CACHE_HITS,
     VLLM_PREFIX_CACHE_QUERIES,
+    VLLM_V1_MARKERS,
     LedgerTerm,
     Profile,
     Signal,
@@ -184,8 +185,10 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
     progress = None
     finished = _counter(values, present, by_name, VLLM_FINISHED) if profile.engine == "vllm" else None
     # V1 counts a prompt when its prefill ends; V0 counted each chunk as it was scheduled
-    # (vllm/engine/llm_engine.py ``_get_stats``: ``num_prompt_tokens_iter += token_chunk_size``)
-    if from_counters and profile.name == "vllm-v1" and prefill is not None:
+    # (vllm/engine/llm_engine.py ``_get_stats``: ``num_prompt_tokens_iter += token_chunk_size``).
+    # V1 before 0.9.2 still exported V0's gpu_cache_usage_perc, but only V1 has prefix-cache counters.
+    v1 = profile.name == "vllm-v1" or (profile.engine == "vllm" and bool(names & VLLM_V1_MARKERS))
+    if from_counters and v1 and prefill is not None:
         progress = _vllm_progress(endpoint, rows, times, dt, increases[Signal.PROMPT_TOKENS], values, present, by_name,
                                   gauges.get(Signal.WAITING), Signal.ITERATION_TOKENS in histograms)
         prefill, _ = bounded_rate(progress.tokens_per_second, "reconstructed prefill rate")
@@ -214,7 +217,10 @@ def _vllm_progress(endpoint: Endpoint, rows: np.ndarray, times: np.ndarray, dt: 
     """vLLM's prompt counter moves when a prefill ends: reconstruct when it ran."""
     local = term_increases(endpoint, rows, LedgerTerm((VLLM_COMPUTED_PROMPT,), "source",
                                                       frozenset({"local_compute"})))
-    return reconstruct(times, dt, prompt, completion_time=True, local_compute=local,
-                       hits=_counter(values, present, by_name, VLLM_PREFIX_CACHE_HITS),
-                       queries=_counter(values, present, by_name, VLLM_PREFIX_CACHE_QUERIES),
+    hits, queries = (_counter(values, present, by_name, VLLM_PREFIX_CACHE_HITS),
+                     _counter(values, present, by_name, VLLM_PREFIX_CACHE_QUERIES))
+    if queries is None:  # vLLM V1 < 0.9.2 (in blocks in its first builds: the once-per-prompt check rejects those)
+        hits, queries = (_counter(values, present, by_name, "vllm:gpu_prefix_cache_hits_total"),
+                         _counter(values, present, by_name, "vllm:gpu_prefix_cache_queries_total"))
+    return reconstruct(times, dt, prompt, completion_time=True, local_compute=local, hits=hits, queries=queries,
                        waiting=waiting, iteration_tokens_scraped=iteration_tokens)

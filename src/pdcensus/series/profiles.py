@@ -497,6 +497,9 @@ VLLM_COMPUTED_PROMPT = "vllm:prompt_tokens_by_source_total"
 VLLM_PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries_total"
 VLLM_PREFIX_CACHE_HITS = "vllm:prefix_cache_hits_total"
 VLLM_FINISHED = "vllm:request_success_total"
+# Families only vLLM's V1 engine exports (V0 had prefix-cache hit-rate gauges, no counters)
+VLLM_V1_MARKERS = frozenset({VLLM_PREFIX_CACHE_QUERIES, "vllm:gpu_prefix_cache_queries_total",
+                             "vllm:kv_cache_usage_perc"})
 
 RATE_TERMS: dict[str, dict[Signal, LedgerTerm]] = {
     "sglang": {
