@@ -135,3 +135,19 @@ def test_a_v1_engine_under_the_old_names_is_still_read_as_counting_at_completion
     assert read.detection.profile.name == "vllm-v0"
     assert read.signals.prefill_basis is PrefillBasis.ADMISSION_TO_COMPLETION
     assert read.signals.prefill_progress is not None
+
+
+def test_the_requests_own_prefill_rate_raises_a_speed_the_window_underestimates() -> None:
+    t = np.arange(300.0)
+    dt = np.r_[np.nan, np.diff(t)]
+    prompt = np.zeros(300)
+    prompt[100], prompt[250] = 40000.0, 40000.0  # two long prompts, the engine idle otherwise
+    slow = reconstruct(t, dt, prompt, completion_time=True, waiting=np.zeros(300))
+    seconds, tokens = np.zeros(300), np.zeros(300)
+    seconds[150], tokens[150] = 4.0, 40000.0  # the first request's histograms: 40k tokens in 4 s
+    fast = reconstruct(t, dt, prompt, completion_time=True, waiting=np.zeros(300),
+                       request_prefill_seconds=seconds, request_prefill_tokens=tokens)
+    assert fast.speed_tokens_per_second == pytest.approx(10000.0)
+    assert slow.speed_tokens_per_second < 2000.0
+    busy = np.nan_to_num(fast.tokens_per_second) > 0
+    assert busy.sum() == 8  # 4 s before each count, not spread over a minute

@@ -214,6 +214,8 @@ def computed_prefill(prompt: np.ndarray, local_compute: np.ndarray | None, hits:
 def reconstruct(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, *, completion_time: bool,
                 local_compute: np.ndarray | None = None, hits: np.ndarray | None = None,
                 queries: np.ndarray | None = None, waiting: np.ndarray | None = None,
+                request_prefill_seconds: np.ndarray | None = None,
+                request_prefill_tokens: np.ndarray | None = None,
                 iteration_tokens_scraped: bool = False) -> PrefillProgress:
     """The prefill signal for one shape from its prompt counter (and cache counters if scraped).
 
@@ -248,6 +250,9 @@ def reconstruct(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, *, comple
                                qpp, float("nan"), False, _hidden(tokens, prompt), tuple(cannot),
                                None if iteration_tokens_scraped else _HINT)
     speed = measured_speed(times, computed, window)
+    per_request = _share(request_prefill_tokens, request_prefill_seconds)
+    if np.isfinite(per_request) and per_request > 0 and not (speed >= per_request):
+        speed = per_request
     if not np.isfinite(speed) or speed <= 0:
         cannot.append("when prefill ran: no prefill speed could be measured, the counter is taken as is")
         return PrefillProgress(PrefillBasis.COMPLETION_COUNTER, _interval_rate(computed, dt), raw, source, share,
@@ -261,7 +266,7 @@ def reconstruct(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, *, comple
     hidden = _hidden(tokens, prompt)
     cannot += [
         f"which prefill ran in which poll when several overlap: all are spread at one speed ({speed:,.0f} tok/s, "
-        f"the best {window:.0f} s mean of this window)",
+        f"the best {window:.0f} s mean of this window or the requests' own prefill rate, the higher)",
         "a prefill's start: it is placed as late as the speed allows (queueing before it is not seen)",
         "re-prefill after a preemption (it completes no new prompt)",
     ]

@@ -223,4 +223,8 @@ def _vllm_progress(endpoint: Endpoint, rows: np.ndarray, times: np.ndarray, dt: 
         hits, queries = (_counter(values, present, by_name, "vllm:gpu_prefix_cache_hits_total"),
                          _counter(values, present, by_name, "vllm:gpu_prefix_cache_queries_total"))
     return reconstruct(times, dt, prompt, completion_time=True, local_compute=local, hits=hits, queries=queries,
+                       request_prefill_seconds=_counter(values, present, by_name,
+                                                        "vllm:request_prefill_time_seconds_sum"),
+                       request_prefill_tokens=_counter(values, present, by_name,
+                                                       "vllm:request_prefill_kv_computed_tokens_sum"),
                        waiting=waiting, iteration_tokens_scraped=iteration_tokens)
