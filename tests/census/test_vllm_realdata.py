@@ -30,7 +30,8 @@ from pdcensus.sources.load import load_source
 REPO = Path(__file__).resolve().parents[2]
 ROOT = REPO.parent / "shared" / "realdata" / "vllm-inferencex"
 DEEPSEEK, LLAMA = ROOT / "deepseek-r1-vllm0.19", ROOT / "llama70b-vllm0.15"
-pytestmark = pytest.mark.skipif(not ROOT.exists(), reason="../shared/realdata/vllm-inferencex not present")
+pytestmark = [pytest.mark.skipif(not ROOT.exists(), reason="../shared/realdata/vllm-inferencex not present"),
+              pytest.mark.slow]
 CONFIDENT = 0.7
 _CACHE: dict[Path, Recording] = {}
 
