@@ -151,3 +151,23 @@ def test_the_requests_own_prefill_rate_raises_a_speed_the_window_underestimates(
     assert slow.speed_tokens_per_second < 2000.0
     busy = np.nan_to_num(fast.tokens_per_second) > 0
     assert busy.sum() == 8  # 4 s before each count, not spread over a minute
+
+
+def test_re_prefill_after_preemptions_fills_polls_no_token_counter_carries() -> None:
+    t = np.arange(120.0)
+    dt = np.r_[np.nan, np.diff(t)]
+    prompt = np.zeros(120)
+    prompt[20:120:20] = 5000.0
+    gen, fin = np.full(120, 100.0), np.zeros(120)
+    fin[20:120:20] = 1.0
+    pre = np.zeros(120)
+    pre[70] = 2.0  # two requests resumed and emitted a token in poll 70
+    base = reconstruct(t, dt, prompt, completion_time=True, waiting=np.ones(120))
+    with_re = reconstruct(t, dt, prompt, completion_time=True, waiting=np.ones(120), preemptions=pre,
+                          generation=gen, finished=fin)
+    context = (5 * 5000.0 + 0.5 * 100.0 * 120) / 5
+    added = np.nansum(with_re.tokens_per_second) - np.nansum(base.tokens_per_second)
+    assert added == pytest.approx(2 * context)
+    assert 0 < with_re.reprefill_share < 1 and any("re-prefill" in c for c in with_re.cannot_see)
+    moved = np.nan_to_num(with_re.tokens_per_second) - np.nan_to_num(base.tokens_per_second)
+    assert moved[71:].sum() == pytest.approx(0.0) and moved[:71].sum() > 0  # placed before the count, never after

@@ -84,6 +84,7 @@ class PrefillProgress:
     hidden_share: float  # share of reconstructed prefill seconds in polls whose raw counter was flat
     cannot_see: tuple[str, ...]
     hint: str | None
+    reprefill_share: float = 0.0  # share of the signal that is estimated re-prefill after preemptions
 
 
 def _interval_rate(tokens: np.ndarray, dt: np.ndarray) -> np.ndarray:
@@ -216,6 +217,8 @@ def reconstruct(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, *, comple
                 queries: np.ndarray | None = None, waiting: np.ndarray | None = None,
                 request_prefill_seconds: np.ndarray | None = None,
                 request_prefill_tokens: np.ndarray | None = None,
+                preemptions: np.ndarray | None = None, generation: np.ndarray | None = None,
+                finished: np.ndarray | None = None,
                 iteration_tokens_scraped: bool = False) -> PrefillProgress:
     """The prefill signal for one shape from its prompt counter (and cache counters if scraped).
 
@@ -244,11 +247,14 @@ def reconstruct(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, *, comple
             per_interval = np.full(prompt.size, share if np.isfinite(share) else 1.0)
         tokens = admission_to_completion(times, queries, prompt, per_interval)
         cannot += ["which prompt ran in which poll when several are in flight: first in first out is assumed",
-                   "the speed of each chunk: a prompt's work is spread evenly from its admission to its end",
-                   "re-prefill after a preemption (a resumed request is not looked up again in the counter)"]
+                   "the speed of each chunk: a prompt's work is spread evenly from its admission to its end"]
+        re_tokens, re_share, re_note = _reprefill(times, dt, prompt, computed, preemptions, generation, finished, window)
+        if re_note:
+            cannot.append(re_note)
+            tokens = tokens + re_tokens
         return PrefillProgress(PrefillBasis.ADMISSION_TO_COMPLETION, _interval_rate(tokens, dt), raw, source, share,
                                qpp, float("nan"), False, _hidden(tokens, prompt), tuple(cannot),
-                               None if iteration_tokens_scraped else _HINT)
+                               None if iteration_tokens_scraped else _HINT, re_share)
     speed = measured_speed(times, computed, window)
     per_request = _share(request_prefill_tokens, request_prefill_seconds)
     if np.isfinite(per_request) and per_request > 0 and not (speed >= per_request):
@@ -263,15 +269,49 @@ def reconstruct(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, *, comple
         cannot.append("the engine's full prefill speed: requests seldom waited, so the measured speed is a lower "
                       "bound and each prefill is spread over more polls than it ran in")
     tokens = spread_back(computed, dt, speed)
+    re_tokens, re_share, re_note = _reprefill(times, dt, prompt, computed, preemptions, generation, finished, window)
+    if re_note:
+        tokens = tokens + re_tokens
     hidden = _hidden(tokens, prompt)
     cannot += [
         f"which prefill ran in which poll when several overlap: all are spread at one speed ({speed:,.0f} tok/s, "
         f"the best {window:.0f} s mean of this window or the requests' own prefill rate, the higher)",
         "a prefill's start: it is placed as late as the speed allows (queueing before it is not seen)",
-        "re-prefill after a preemption (it completes no new prompt)",
-    ]
+    ] + ([re_note] if re_note else [])
     return PrefillProgress(PrefillBasis.SPREAD_BACK, _interval_rate(tokens, dt), raw, source, share, qpp, speed,
-                           not saturated, hidden, tuple(cannot), None if iteration_tokens_scraped else _HINT)
+                           not saturated, hidden, tuple(cannot), None if iteration_tokens_scraped else _HINT, re_share)
+
+
+def _reprefill(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, computed: np.ndarray,
+               preemptions: np.ndarray | None, generation: np.ndarray | None, finished: np.ndarray | None,
+               window: float) -> tuple[np.ndarray, float, str | None]:
+    """Re-prefill after preemptions, which no token counter carries: ``(tokens, share, note)``.
+
+    vLLM V1 frees a preempted request's KV, sets its computed tokens to 0 and puts it at the
+    head of the waiting queue (``scheduler.py:_preempt_request``, l. 956-976 in 0.19.1); its
+    ``PREEMPTED`` event rides on the request's next output, so ``num_preemptions_total`` moves
+    when the resumed request has re-prefilled and emits a token, as the prompt counter does
+    for a new prompt. Each preemption is taken as one mean context (mean prompt + half the
+    mean output, no cache hits) spread back at the window's best prefill speed.
+    """
+    n = prompt.size
+    if preemptions is None or generation is None or finished is None:
+        return np.zeros(n), 0.0, None
+    pre = np.nan_to_num(preemptions)
+    done = float(np.nansum(finished))
+    if pre.sum() <= 0 or done <= 0:
+        return np.zeros(n), 0.0, None
+    context = (float(np.nansum(prompt)) + 0.5 * float(np.nansum(generation))) / done
+    work = pre * context
+    speed = measured_speed(times, np.nan_to_num(computed) + work, window)
+    if not np.isfinite(speed) or speed <= 0:
+        return np.zeros(n), 0.0, None
+    placed = np.nan_to_num(spread_back(work, dt, speed))
+    total = float(placed.sum()) + float(np.nansum(computed))
+    note = (f"re-prefill after {pre.sum():.0f} preemptions: estimated as one mean context each ({context:,.0f} "
+            "tokens, cache hits not seen) and spread back from the preemption counter, which moves when the "
+            "resumed request emits its next token")
+    return placed, float(placed.sum()) / total if total > 0 else 0.0, note
 
 
 def _hidden(tokens: np.ndarray, prompt: np.ndarray) -> float:

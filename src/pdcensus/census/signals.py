@@ -189,8 +189,8 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
     # V1 before 0.9.2 still exported V0's gpu_cache_usage_perc, but only V1 has prefix-cache counters.
     v1 = profile.name == "vllm-v1" or (profile.engine == "vllm" and bool(names & VLLM_V1_MARKERS))
     if from_counters and v1 and prefill is not None:
-        progress = _vllm_progress(endpoint, rows, times, dt, increases[Signal.PROMPT_TOKENS], values, present, by_name,
-                                  gauges.get(Signal.WAITING), Signal.ITERATION_TOKENS in histograms)
+        progress = _vllm_progress(endpoint, rows, times, dt, increases, values, present, by_name,
+                                  gauges.get(Signal.WAITING), finished, Signal.ITERATION_TOKENS in histograms)
         prefill, _ = bounded_rate(progress.tokens_per_second, "reconstructed prefill rate")
         basis = progress.basis
     return ShapeSignals(times, dt, scrape_interval_seconds, profile, names, gauges, increases, histograms,
@@ -211,10 +211,12 @@ def _counter(values: np.ndarray, present: np.ndarray, by_name: dict[str, list[in
     return summed_increase(values[:, cols], present[:, cols]) if cols and present[:, cols].any() else None
 
 
-def _vllm_progress(endpoint: Endpoint, rows: np.ndarray, times: np.ndarray, dt: np.ndarray, prompt: np.ndarray,
-                   values: np.ndarray, present: np.ndarray, by_name: dict[str, list[int]],
-                   waiting: np.ndarray | None, iteration_tokens: bool) -> PrefillProgress:
+def _vllm_progress(endpoint: Endpoint, rows: np.ndarray, times: np.ndarray, dt: np.ndarray,
+                   increases: dict[Signal, np.ndarray], values: np.ndarray, present: np.ndarray,
+                   by_name: dict[str, list[int]], waiting: np.ndarray | None, finished: np.ndarray | None,
+                   iteration_tokens: bool) -> PrefillProgress:
     """vLLM's prompt counter moves when a prefill ends: reconstruct when it ran."""
+    prompt = increases[Signal.PROMPT_TOKENS]
     local = term_increases(endpoint, rows, LedgerTerm((VLLM_COMPUTED_PROMPT,), "source",
                                                       frozenset({"local_compute"})))
     hits, queries = (_counter(values, present, by_name, VLLM_PREFIX_CACHE_HITS),
@@ -227,4 +229,6 @@ def _vllm_progress(endpoint: Endpoint, rows: np.ndarray, times: np.ndarray, dt: 
                                                         "vllm:request_prefill_time_seconds_sum"),
                        request_prefill_tokens=_counter(values, present, by_name,
                                                        "vllm:request_prefill_kv_computed_tokens_sum"),
+                       preemptions=increases.get(Signal.PREEMPTIONS), generation=increases.get(Signal.GENERATION_TOKENS),
+                       finished=finished,
                        waiting=waiting, iteration_tokens_scraped=iteration_tokens)

@@ -313,6 +313,7 @@ class Engine:
         self.checkpoints.record(seq.request.session_id, seq.written_positions)
         if seq.preemptions:
             self.ledger.record_stall(now - seq.preempted_seconds)
+            self.metrics.preemptions_at_resume += 1
         else:
             seq.first_token_seconds = now
             handle = self._handles.get(seq.rid)

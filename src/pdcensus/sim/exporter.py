@@ -79,7 +79,12 @@ FAMILIES: tuple[FamilySpec, ...] = (
                "queue_wait", step_detail=True),
     FamilySpec("vllm:num_requests_running", G, "Number of requests in model execution batches.", "running", BOTH),
     FamilySpec("vllm:num_requests_waiting", G, "Number of requests waiting to be processed.", "waiting", BOTH),
-    FamilySpec("vllm:num_preemptions", C, "Cumulative number of preemption from the engine.", "preemptions", BOTH),
+    FamilySpec("vllm:num_preemptions", C, "Cumulative number of preemption from the engine.", "preemptions",
+               ONLY_RADIANCE),
+    # vLLM counts a preemption when the resumed request emits its next token (v1/core/sched/scheduler.py:
+    # the PREEMPTED event is taken with the request's next EngineCoreOutput)
+    FamilySpec("vllm:num_preemptions", C, "Cumulative number of preemption from the engine.", "preemptions_at_resume",
+               ONLY_VLLM),
     FamilySpec("vllm:prompt_tokens", C, "Number of prefill tokens processed.", "prompt_tokens", ONLY_RADIANCE),
     # vLLM counts a prompt, cache hits included, in the step that emits its first token
     # (v1/metrics/stats.py, IterationStats.update_from_output; see pdcensus.census.prefill_progress)

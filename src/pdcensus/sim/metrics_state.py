@@ -116,6 +116,8 @@ class MetricsState:
     prompt_tokens_local_cache_hit: float = 0.0
     prefix_cache_queries: float = 0.0
     prefix_cache_hits: float = 0.0
+    # vLLM's preemption counter: the PREEMPTED event rides on the resumed request's next output
+    preemptions_at_resume: float = 0.0
     snapshot_writes: float = 0.0  # not exported: /stats only
     decode_rate: DecayedRate = field(default_factory=DecayedRate)
     prefill_rate: DecayedRate = field(default_factory=DecayedRate)
