@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from pdcensus.census.buckets import assign_buckets
+from pdcensus.census.client_felt import client_felt
 from pdcensus.census.guards import ContrastCause, SessionContrast, shape_guards
 from pdcensus.census.lag import TAIL_WINDOW_SECONDS
 from pdcensus.census.prefill_progress import ComputedSource, PrefillBasis
@@ -61,14 +62,21 @@ def _bench() -> ModuleType:
 @pytest.mark.parametrize("run", sorted(p.name for p in LLAMA.glob("*.om.gz")) if LLAMA.exists() else [])
 def test_no_confident_verdict_the_client_records_contradict(run: str) -> None:
     path = LLAMA / run
-    verdict = census_recording(_rec(path))[0].verdict
-    truth = _bench().client_truth(load_client_records(path.with_name(run.replace(".om.gz", ".client_requests.csv.gz"))))
+    rec = _rec(path)
+    verdict = census_recording(rec)[0].verdict
+    reqs = load_client_records(path.with_name(run.replace(".om.gz", ".client_requests.csv.gz")))
+    truth = _bench().client_truth(reqs)
     assert truth.requests > 100
+    s = _signals(path)
+    assert s.prefill_tokens_per_second is not None
+    felt = client_felt(reqs, s.times, s.increase(Signal.PROMPT_TOKENS), assign_buckets(s.prefill_tokens_per_second).busy)
+    assert felt.alignment.trusted  # the records line up with the recording they belong to
     if verdict.confidence >= CONFIDENT:
-        slowed = truth.decode_ratio_terciles < 0.9
-        assert (verdict.mechanism.value != "none") == slowed, (verdict.mechanism, truth)
-        # a lagged tail is never claimed from a window that cannot hold it
-        assert verdict.mechanism.value != "eviction" or truth.sessions > 1
+        # what the users felt in the census's own buckets, else the per-request overlap view
+        ratio = felt.tpot_ratio if np.isfinite(felt.tpot_ratio) else truth.decode_ratio_terciles
+        assert np.isfinite(ratio), "a confident verdict where the clients cannot tell"
+        slowed = ratio < 0.9
+        assert (verdict.mechanism.value not in ("none", "inconclusive")) == slowed, (verdict.mechanism, ratio)
 
 
 def test_reconstructed_prefill_falls_where_the_raw_counter_was_flat_and_decode_slowed() -> None:
