@@ -49,6 +49,8 @@ BATCH_SMALLER = 0.9
 PRE_COMPLETION_SLOWER = 0.95
 GENERATION_LUMP = 1.1
 PRE_POLLS = 2
+# A contrast counts as above 1 beyond this (per-stream decode 5 % faster while prompts are counted).
+ABOVE_ONE = 1.05
 
 
 class SessionContrast(str, Enum):
@@ -156,7 +158,7 @@ class ContrastCause(str, Enum):
     COUNTERS_MOVE_TOGETHER = ("completions and admissions in the same poll: prompt and generation counters "
                               "move in the same lumps")
     UNEXPLAINED = "no cause found in the metrics"
-    NOT_ABOVE_ONE = "the contrast is not above 1"
+    NOT_ABOVE_ONE = "the contrast is not above 1 (beyond ABOVE_ONE)"
 
 
 @dataclass(frozen=True)
@@ -201,7 +203,7 @@ def explain_contrast(generation: np.ndarray, prompt: np.ndarray, running: np.nda
     fin = np.nan_to_num(finished) > 0 if finished is not None else None
     t_c = float(fin[counted].mean()) if fin is not None and counted.any() else float("nan")
     t_o = float(fin[other].mean()) if fin is not None and other.any() else float("nan")
-    if not np.isfinite(contrast) or contrast <= 1.0:
+    if not np.isfinite(contrast) or contrast <= ABOVE_ONE:
         cause = ContrastCause.NOT_ABOVE_ONE
     elif batch < BATCH_SMALLER:
         cause = ContrastCause.BATCH_SMALLER
@@ -239,7 +241,6 @@ class GuardReason(str, Enum):
 
     NO_OTHER_SESSION = "at most one request ran: every prefill was the decoder's own next turn"
     TOO_FEW_OTHER = "too few polls had prefill while another session ran"
-    TOO_FEW_PREFILL = "too few polls had prefill at all"
     WINDOW_TOO_SHORT_FOR_TAIL = "the window cannot hold the lagged tail with clean scrapes on both sides"
     STILL_RAMPING = "the batch and KV usage were still growing for over a third of the window"
     CONTRAST_ABOVE_ONE = "per-stream decode was faster while prompts were counted, for a cause that is not prefill"
@@ -266,9 +267,9 @@ def verdict_limits(g: Guards, tail_lag_seconds: float = TAIL_WINDOW_SECONDS[1]) 
     ``TAIL_WINDOW_SECONDS[1]``).
     """
     reasons: list[GuardReason] = []
+    # too few prefill polls at all is the verdict's own busy-bucket rule: not repeated here
     session = {SessionContrast.NO_OTHER_SESSION: GuardReason.NO_OTHER_SESSION,
-               SessionContrast.TOO_FEW_OTHER: GuardReason.TOO_FEW_OTHER,
-               SessionContrast.TOO_FEW_PREFILL: GuardReason.TOO_FEW_PREFILL}.get(g.session.contrast)
+               SessionContrast.TOO_FEW_OTHER: GuardReason.TOO_FEW_OTHER}.get(g.session.contrast)
     if session is not None:
         reasons.append(session)
     if g.window.still_ramping:
@@ -278,7 +279,8 @@ def verdict_limits(g: Guards, tail_lag_seconds: float = TAIL_WINDOW_SECONDS[1]) 
         reasons.append(GuardReason.WINDOW_TOO_SHORT_FOR_TAIL)
     if g.contrast is not None and g.contrast.cause not in (ContrastCause.NOT_ABOVE_ONE,):
         reasons.append(GuardReason.CONTRAST_ABOVE_ONE)
-    contrast_ok = g.session.contrast in (SessionContrast.OTHER_SESSIONS, SessionContrast.UNKNOWN)
+    contrast_ok = g.session.contrast in (SessionContrast.OTHER_SESSIONS, SessionContrast.UNKNOWN,
+                                         SessionContrast.TOO_FEW_PREFILL)
     return VerdictLimits(contrast_ok, tail_ok, 1.0 if not reasons else LIMITED_CONFIDENCE, tuple(reasons))
 
 
