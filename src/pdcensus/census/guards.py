@@ -246,7 +246,7 @@ class GuardReason(str, Enum):
     CONTRAST_ABOVE_ONE = "per-stream decode was faster while prompts were counted, for a cause that is not prefill"
 
 
-# Confidence a verdict may not reach while a guard limits it (the "never 0.7 or more").
+# Confidence a verdict may not reach while a guard limits it (below the 0.7 a confident verdict needs).
 LIMITED_CONFIDENCE = 0.69
 
 
