@@ -14,6 +14,12 @@ Engines that carry the step ledger under other names (TGI's per-method forward
 histograms, SGLang's per-mode execution seconds) get it from
 ``pdcensus.series.engine_ledger``. Where an engine carries token counts more promptly under
 another name (SGLang's ``realtime_tokens_total{mode}``: ``RATE_TERMS``), that one is read.
+
+vLLM's V1 engine counts a prompt when its prefill *ends* (``pdcensus.census.prefill_progress``
+has the source lines): on a vLLM shape the prefill signal is that module's reconstruction,
+computed tokens (``prompt_tokens_by_source_total{source="local_compute"}`` where exported)
+spread back over the time they took; ``prefill_basis`` says which basis was used and
+``prefill_progress`` what it rests on and what it cannot see.
 """
 
 from __future__ import annotations
@@ -23,10 +29,24 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pdcensus.census.counters import summed_gauge, summed_increase
+from pdcensus.census.prefill_progress import PrefillBasis, PrefillProgress, reconstruct
 from pdcensus.census.usable import LeftOut, bounded_rate
 from pdcensus.series.engine_ledger import ledger_increases, term_increases
 from pdcensus.series.model import Endpoint
-from pdcensus.series.profiles import COUNTER_SIGNALS, HISTOGRAM_SIGNALS, LEDGER_SIGNALS, RATE_TERMS, Profile, Signal
+from pdcensus.series.profiles import (
+    COUNTER_SIGNALS,
+    HISTOGRAM_SIGNALS,
+    LEDGER_SIGNALS,
+    RATE_TERMS,
+    VLLM_COMPUTED_PROMPT,
+    VLLM_FINISHED,
+    VLLM_PREFIX_CACHE_HITS,
+    VLLM_PREFIX_CACHE_QUERIES,
+    VLLM_V1_MARKERS,
+    LedgerTerm,
+    Profile,
+    Signal,
+)
 
 
 @dataclass(frozen=True)
@@ -55,6 +75,12 @@ class ShapeSignals:
     rates_from_counters: bool = False
     # rates derived from counters that were left out as unusable (see pdcensus.census.usable)
     left_out: tuple[LeftOut, ...] = ()
+    # what the prefill signal is made of (None: no prefill signal)
+    prefill_basis: PrefillBasis | None = None
+    # vLLM: the completion-time counter's reconstruction (pdcensus.census.prefill_progress)
+    prefill_progress: PrefillProgress | None = None
+    # requests finished per interval (vllm:request_success_total), for pdcensus.census.guards
+    finished_requests: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -125,10 +151,12 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
         else:
             gauges[signal] = summed_gauge(values[:, cols], present[:, cols])
 
+    prompt_term = False
     for sig, term in RATE_TERMS.get(profile.name, {}).items():
         term_inc = term_increases(endpoint, rows, term)
         if term_inc is not None:
             increases[sig] = term_inc
+            prompt_term |= sig is Signal.PROMPT_TOKENS
 
     if not all(sig in increases for sig in LEDGER_SIGNALS):
         # Engines whose ledger is derived from other names (TGI, SGLang, ...): see engine_ledger.
@@ -153,5 +181,54 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
             from_counters = True
         else:
             decode = prefill = None
+    basis = None if prefill is None else _counter_basis(profile, prompt_term) if from_counters else PrefillBasis.GAUGE
+    progress = None
+    finished = _counter(values, present, by_name, VLLM_FINISHED) if profile.engine == "vllm" else None
+    # V1 counts a prompt when its prefill ends; V0 counted each chunk as it was scheduled
+    # (vllm/engine/llm_engine.py ``_get_stats``: ``num_prompt_tokens_iter += token_chunk_size``).
+    # V1 before 0.9.2 still exported V0's gpu_cache_usage_perc, but only V1 has prefix-cache counters.
+    v1 = profile.name == "vllm-v1" or (profile.engine == "vllm" and bool(names & VLLM_V1_MARKERS))
+    if from_counters and v1 and prefill is not None:
+        progress = _vllm_progress(endpoint, rows, times, dt, increases, values, present, by_name,
+                                  gauges.get(Signal.WAITING), finished, Signal.ITERATION_TOKENS in histograms)
+        prefill, _ = bounded_rate(progress.tokens_per_second, "reconstructed prefill rate")
+        basis = progress.basis
     return ShapeSignals(times, dt, scrape_interval_seconds, profile, names, gauges, increases, histograms,
-                        decode, prefill, from_counters, tuple(left_out))
+                        decode, prefill, from_counters, tuple(left_out), basis, progress, finished)
+
+
+def _counter_basis(profile: Profile, prompt_term: bool) -> PrefillBasis:
+    """When an engine's prompt counter moves (see pdcensus.series.profiles for the sources)."""
+    if profile.engine == "tgi":  # tgi_request_input_length is observed at validation
+        return PrefillBasis.ARRIVAL_COUNTER
+    if profile.engine == "sglang" and not prompt_term:  # prompt_tokens_total moves when a request finishes
+        return PrefillBasis.REQUEST_END_COUNTER
+    return PrefillBasis.COUNTER_AS_COMPUTED
+
+
+def _counter(values: np.ndarray, present: np.ndarray, by_name: dict[str, list[int]], name: str) -> np.ndarray | None:
+    cols = by_name.get(name, [])
+    return summed_increase(values[:, cols], present[:, cols]) if cols and present[:, cols].any() else None
+
+
+def _vllm_progress(endpoint: Endpoint, rows: np.ndarray, times: np.ndarray, dt: np.ndarray,
+                   increases: dict[Signal, np.ndarray], values: np.ndarray, present: np.ndarray,
+                   by_name: dict[str, list[int]], waiting: np.ndarray | None, finished: np.ndarray | None,
+                   iteration_tokens: bool) -> PrefillProgress:
+    """vLLM's prompt counter moves when a prefill ends: reconstruct when it ran."""
+    prompt = increases[Signal.PROMPT_TOKENS]
+    local = term_increases(endpoint, rows, LedgerTerm((VLLM_COMPUTED_PROMPT,), "source",
+                                                      frozenset({"local_compute"})))
+    hits, queries = (_counter(values, present, by_name, VLLM_PREFIX_CACHE_HITS),
+                     _counter(values, present, by_name, VLLM_PREFIX_CACHE_QUERIES))
+    if queries is None:  # vLLM V1 < 0.9.2 (in blocks in its first builds: the once-per-prompt check rejects those)
+        hits, queries = (_counter(values, present, by_name, "vllm:gpu_prefix_cache_hits_total"),
+                         _counter(values, present, by_name, "vllm:gpu_prefix_cache_queries_total"))
+    return reconstruct(times, dt, prompt, completion_time=True, local_compute=local, hits=hits, queries=queries,
+                       request_prefill_seconds=_counter(values, present, by_name,
+                                                        "vllm:request_prefill_time_seconds_sum"),
+                       request_prefill_tokens=_counter(values, present, by_name,
+                                                       "vllm:request_prefill_kv_computed_tokens_sum"),
+                       preemptions=increases.get(Signal.PREEMPTIONS), generation=increases.get(Signal.GENERATION_TOKENS),
+                       finished=finished,
+                       waiting=waiting, iteration_tokens_scraped=iteration_tokens)

@@ -1,5 +1,9 @@
 """Traps: the runbook's "Metric traps" as named checks that fire on the data.
 
+vLLM's prompt counter adds two (:func:`prompt_counter_traps`): prompt tokens that include
+cache hits never computed, and prompts counted when their prefill ends (with which family
+to scrape to see more).
+
 Each check returns a :class:`Trap` whether or not it fired, so the report shows what
 was checked. A fired trap is something the census stepped around (and a human reading
 raw metrics would likely step in).
@@ -11,6 +15,7 @@ import numpy as np
 
 from pdcensus.census.buckets import MAX_STEP_SECONDS
 from pdcensus.census.model import LedgerResult, PreemptionResult, ShapeResult, Trap
+from pdcensus.census.prefill_progress import QUERIES_ONCE, PrefillBasis, PrefillProgress
 from pdcensus.census.signals import ShapeSignals
 from pdcensus.series.profiles import Signal
 
@@ -40,6 +45,37 @@ def replay_share(signals: ShapeSignals) -> tuple[float, np.ndarray | None]:
         return float("nan"), replay_rate
     share = float(np.nansum(cut)) / total if total > 0 else float("nan")
     return min(share, 1.0) if np.isfinite(share) else share, replay_rate
+
+
+def prompt_counter_traps(p: PrefillProgress) -> tuple[Trap, ...]:
+    """vLLM's prompt counter: cache hits that never ran, and prefill counted when it ends.
+
+    The opposite of radiance's prefix-hit cuts (replay that *is* computed): vLLM's
+    ``prompt_tokens_total`` counts cached prompt tokens that were never computed.
+    """
+    out: list[Trap] = []
+    share = p.computed_share
+    looked_up = (f"; prefix_cache_queries_total is {p.queries_per_prompt:.0f}x the prompt tokens: vLLM looks a "
+                 "waiting request up again on every admission attempt, so hits/queries is no cache share here"
+                 if np.isfinite(p.queries_per_prompt) and p.queries_per_prompt > QUERIES_ONCE[1] else "")
+    if np.isfinite(share):
+        fired = share <= 1.0 - REPLAY_SHARE
+        out.append(Trap("prompt-tokens-include-cache-hits", bool(fired),
+                        f"only {100 * share:.0f} % of prompt tokens were computed ({p.computed_source.value}); the "
+                        "census buckets by computed prefill" + looked_up if fired else
+                        f"{100 * share:.0f} % of prompt tokens were computed ({p.computed_source.value})" + looked_up,
+                        share))
+    else:
+        out.append(Trap("prompt-tokens-include-cache-hits", bool(looked_up),
+                        "computed share unknown: prompt tokens (cache hits included) are taken as prefill" + looked_up))
+    late = p.basis in (PrefillBasis.SPREAD_BACK, PrefillBasis.COMPLETION_COUNTER, PrefillBasis.ADMISSION_TO_COMPLETION)
+    text = (f"the prompt counter moves when a prefill ends: {100 * p.hidden_share:.0f} % of the reconstructed "
+            f"prefill time falls in polls where it did not move; prefill = {p.basis.value}" if late
+            else f"prefill = {p.basis.value}")
+    if p.hint:
+        text += "; " + p.hint
+    out.append(Trap("prompt-counted-at-prefill-end", late, text, p.hidden_share if late else None))
+    return tuple(out)
 
 
 def check_traps(
@@ -101,6 +137,8 @@ def check_traps(
     else:
         traps.append(Trap("prefill-from-prefix-hit-cuts", False,
                           "no prefix_hit_cut_tokens counter in this shape: replay unknown"))
+    if signals.prefill_progress is not None:
+        traps.extend(prompt_counter_traps(signals.prefill_progress))
 
     if radiance:
         absent = [prof.name_of(s) for s in STEP_DETAIL if s in prof.signals and s not in signals.histograms]

@@ -490,6 +490,17 @@ def census_sample_names() -> set[str]:
 
 # --- Prompter token counters: read instead of the profile's own where present -----------
 
+# vLLM names read beside the profile (pdcensus.census.prefill_progress): the prompt counter split
+# by source (>= 0.19: local_compute, local_cache_hit, external_kv_transfer) and the prefix-cache
+# lookups, counted when the scheduler tries to admit a waiting request (v1/core/kv_cache_manager.py).
+VLLM_COMPUTED_PROMPT = "vllm:prompt_tokens_by_source_total"
+VLLM_PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries_total"
+VLLM_PREFIX_CACHE_HITS = "vllm:prefix_cache_hits_total"
+VLLM_FINISHED = "vllm:request_success_total"
+# Families only vLLM's V1 engine exports (V0 had prefix-cache hit-rate gauges, no counters)
+VLLM_V1_MARKERS = frozenset({VLLM_PREFIX_CACHE_QUERIES, "vllm:gpu_prefix_cache_queries_total",
+                             "vllm:kv_cache_usage_perc"})
+
 RATE_TERMS: dict[str, dict[Signal, LedgerTerm]] = {
     "sglang": {
         Signal.PROMPT_TOKENS: LedgerTerm(("sglang:realtime_tokens_total",), "mode", frozenset({"prefill_compute"})),

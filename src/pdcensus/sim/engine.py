@@ -207,6 +207,8 @@ class Engine:
         if not resuming:
             seq.admitted_seconds = now
             self.metrics.queue_wait.observe(now - seq.request.arrival_seconds)
+            self.metrics.prefix_cache_queries += seq.request.prompt_tokens
+            self.metrics.prefix_cache_hits += start
         self.kv.static_tokens += end
         self.prefilling = seq
         if end - start > self.config.checkpoint_interval:
@@ -311,6 +313,7 @@ class Engine:
         self.checkpoints.record(seq.request.session_id, seq.written_positions)
         if seq.preemptions:
             self.ledger.record_stall(now - seq.preempted_seconds)
+            self.metrics.preemptions_at_resume += 1
         else:
             seq.first_token_seconds = now
             handle = self._handles.get(seq.rid)
@@ -318,6 +321,10 @@ class Engine:
                 handle.first_token_seconds = now
             self.metrics.ttft.observe(now - seq.request.arrival_seconds)
             self.tallies.on_first_token(now - seq.request.arrival_seconds)
+            m = self.metrics
+            m.prompt_tokens_at_first_token += seq.request.prompt_tokens
+            m.prompt_tokens_local_compute += seq.prefill_end_position - seq.prefill_start_position
+            m.prompt_tokens_local_cache_hit += seq.prefill_start_position
             self.metrics.generation_tokens += 1
             seq.generated_tokens = 1
             if seq.listener is not None:

@@ -47,6 +47,8 @@ class FamilySpec:
     profiles: frozenset[str] = ONLY_RADIANCE
     builds: frozenset[Build] = ALL_BUILDS
     step_detail: bool = False
+    # a labelled counter: (label name, ((label value, source), ...)), one child per value
+    children: tuple[str, tuple[tuple[str, str], ...]] | None = None
 
 
 C, G, H = MetricType.COUNTER, MetricType.GAUGE, MetricType.HISTOGRAM
@@ -77,8 +79,24 @@ FAMILIES: tuple[FamilySpec, ...] = (
                "queue_wait", step_detail=True),
     FamilySpec("vllm:num_requests_running", G, "Number of requests in model execution batches.", "running", BOTH),
     FamilySpec("vllm:num_requests_waiting", G, "Number of requests waiting to be processed.", "waiting", BOTH),
-    FamilySpec("vllm:num_preemptions", C, "Cumulative number of preemption from the engine.", "preemptions", BOTH),
-    FamilySpec("vllm:prompt_tokens", C, "Number of prefill tokens processed.", "prompt_tokens", BOTH),
+    FamilySpec("vllm:num_preemptions", C, "Cumulative number of preemption from the engine.", "preemptions",
+               ONLY_RADIANCE),
+    # vLLM counts a preemption when the resumed request emits its next token (v1/core/sched/scheduler.py:
+    # the PREEMPTED event is taken with the request's next EngineCoreOutput)
+    FamilySpec("vllm:num_preemptions", C, "Cumulative number of preemption from the engine.", "preemptions_at_resume",
+               ONLY_VLLM),
+    FamilySpec("vllm:prompt_tokens", C, "Number of prefill tokens processed.", "prompt_tokens", ONLY_RADIANCE),
+    # vLLM counts a prompt, cache hits included, in the step that emits its first token
+    # (v1/metrics/stats.py, IterationStats.update_from_output; see pdcensus.census.prefill_progress)
+    FamilySpec("vllm:prompt_tokens", C, "Number of prefill tokens processed.", "prompt_tokens_at_first_token",
+               ONLY_VLLM),
+    FamilySpec("vllm:prompt_tokens_by_source", C, "Number of prompt tokens by source.", "", ONLY_VLLM,
+               children=("source", (("local_compute", "prompt_tokens_local_compute"),
+                                    ("local_cache_hit", "prompt_tokens_local_cache_hit")))),
+    FamilySpec("vllm:prefix_cache_queries", C, "Prefix cache queries, in terms of number of queried tokens.",
+               "prefix_cache_queries", ONLY_VLLM),
+    FamilySpec("vllm:prefix_cache_hits", C, "Prefix cache hits, in terms of number of cached tokens.",
+               "prefix_cache_hits", ONLY_VLLM),
     FamilySpec("vllm:generation_tokens", C, "Number of generation tokens processed.", "generation_tokens", BOTH),
     FamilySpec("vllm:request_success", C, "Count of successfully processed requests.", "request_success", ONLY_VLLM),
     FamilySpec("vllm:kv_cache_usage_perc", G, "KV-cache usage. 1 means 100 percent usage.", "kv_usage", ONLY_VLLM),
@@ -107,7 +125,11 @@ def family_samples(
     spec: FamilySpec, engine: Engine, gauges: dict[str, float], labels: dict[str, str]
 ) -> Iterator[tuple[str, dict[str, str], float]]:
     """``(sample name, labels, value)`` for one family of one engine at the gauges' instant."""
-    if spec.type is C:
+    if spec.type is C and spec.children is not None:
+        label, children = spec.children
+        for value, source in children:
+            yield spec.name + "_total", {**labels, label: value}, float(getattr(engine.metrics, source))
+    elif spec.type is C:
         yield spec.name + "_total", labels, float(getattr(engine.metrics, spec.source))
     elif spec.type is G:
         yield spec.name, labels, float(gauges[spec.source])

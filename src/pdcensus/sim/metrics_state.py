@@ -109,6 +109,15 @@ class MetricsState:
     prompt_tokens: float = 0.0
     generation_tokens: float = 0.0
     request_success: float = 0.0
+    # vLLM's own counting (v1/metrics/stats.py): the whole prompt, cache hits included, when the
+    # prefill ends; split by source; prefix-cache lookups (whole prompt) when a request is admitted
+    prompt_tokens_at_first_token: float = 0.0
+    prompt_tokens_local_compute: float = 0.0
+    prompt_tokens_local_cache_hit: float = 0.0
+    prefix_cache_queries: float = 0.0
+    prefix_cache_hits: float = 0.0
+    # vLLM's preemption counter: the PREEMPTED event rides on the resumed request's next output
+    preemptions_at_resume: float = 0.0
     snapshot_writes: float = 0.0  # not exported: /stats only
     decode_rate: DecayedRate = field(default_factory=DecayedRate)
     prefill_rate: DecayedRate = field(default_factory=DecayedRate)
