@@ -16,6 +16,7 @@ from pdcensus.census.bootstrap import interval, weighted_ratio
 from pdcensus.census.buckets import IDLE_FLOOR_TOKENS_PER_SECOND, BucketAssignment
 from pdcensus.census.detect import INFLATION_MARGIN, TAIL_EFFECT_MARGIN
 from pdcensus.census.dose import DoseFit
+from pdcensus.census.guards import ContrastCause, GuardReason, Guards, VerdictLimits
 from pdcensus.census.lag import TAIL_WINDOW_SECONDS, History
 from pdcensus.census.ledger import LedgerExcess
 from pdcensus.census.model import PreemptionResult
@@ -56,6 +57,8 @@ class Measured:
     preemption: PreemptionResult
     dose: DoseFit
     withheld: tuple[str, ...] = ()
+    guards: Guards | None = None
+    limits: VerdictLimits | None = None
 
 
 def _itl_ratio(hist: Histogram | None, active: np.ndarray, reference: np.ndarray) -> float:
@@ -71,25 +74,24 @@ def _share(mask: np.ndarray, wdec: np.ndarray) -> float:
     return float(wdec[mask].sum()) / total if total > 0 else float("nan")
 
 
-def single_session(running: np.ndarray | None, valid: np.ndarray) -> str:
-    """Non-empty when at most one request ran in every scrape: no other session's prefill exists."""
-    if running is None or not valid.any():
+def single_session(limits: VerdictLimits | None) -> str:
+    """Non-empty when the guards allow no contrast: no other session's prefill to bucket decode by."""
+    if limits is None or limits.contrast_allowed:
         return ""
-    top = float(np.nanmax(running[valid]))
-    return f"at most {top:.0f} request ran in any scrape" if top <= 1.0 else ""
+    return "; ".join(r.value for r in limits.reasons if r in (GuardReason.NO_OTHER_SESSION, GuardReason.TOO_FEW_OTHER))
 
 
-def contrast_note(lag0: np.ndarray, rates_from_counters: bool) -> str:
+def contrast_note(guards: Guards | None, lag0: np.ndarray) -> str:
     """Why decode per stream reads faster while prompts are counted, when it does beyond noise."""
     lo, _ = interval(lag0)
+    explained = guards.contrast if guards is not None else None
+    if explained is not None and explained.cause is not ContrastCause.NOT_ABOVE_ONE:
+        return (f"decode per stream is {explained.contrast:.2f}x faster in the polls where prompts were counted: "
+                f"{explained.cause.value}")
     if not (np.isfinite(lo) and lo > FASTER_WHILE_COUNTED):
         return ""
-    if rates_from_counters:
-        return (f"decode per stream is {lag0[0]:.2f}x faster while prompt tokens are counted: these counters are "
-                "added when a prefill ends or a request completes, so the 'busy' intervals are the ones in which "
-                "prefills finished and requests were admitted or completed, not the ones in which prefill ran")
-    return (f"decode per stream is {lag0[0]:.2f}x faster while prefill runs: the prefill gauge and the decode gauge "
-            "do not see the same work (prefill counted late, or decode counted at request end)")
+    return (f"decode per stream is {lag0[0]:.2f}x faster while prefill runs: the prefill and decode signals do not "
+            "see the same work (prefill counted late, or decode counted at request end)")
 
 
 def verdict_inputs(m: Measured) -> VerdictInputs:
@@ -174,8 +176,9 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         itl_burst_ratio=_itl_ratio(itl, burst, ~burst),
         tail_test_ran=m.tail_ran, tail_window_note=tail_note,
         recovery_effect=rec.effect, recovery_loss=rec.loss, recovery_note=rec.text(), uncontrolled_eviction=uncontrolled,
-        single_session=single_session(running, valid), contrast_note=contrast_note(lag0, rates),
-        withheld=m.withheld,
+        single_session=single_session(m.limits),
+        contrast_note=contrast_note(m.guards if rates else None, lag0),
+        withheld=m.withheld, limits=m.limits,
     )
 
 

@@ -21,7 +21,8 @@ from pdcensus.census.buckets import (
     bucket_table,
     per_stream_rate,
 )
-from pdcensus.census.lag import history, lag_test
+from pdcensus.census.guards import GuardReason, history_observed, shape_guards, verdict_limits
+from pdcensus.census.lag import TAIL_WINDOW_SECONDS, history, lag_test
 from pdcensus.census.dose import dose_response, ledger_stall_ms_per_1k
 from pdcensus.census.ledger import LedgerExcess, step_ledger
 from pdcensus.census.measure import Measured, verdict_inputs
@@ -141,6 +142,14 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     # decode weight = streams x seconds; without a running gauge no scrape has a per-stream rate
     wdec = np.where(valid, np.nan_to_num(running) * dt, 0.0) if running is not None else np.zeros_like(dt)
     hist = history(s.times, _heavy(s, a), scrape_interval)
+    guards = shape_guards(s, a.busy)
+    limits = verdict_limits(guards)
+    if not s.rates_from_counters and GuardReason.CONTRAST_ABOVE_ONE in limits.reasons:
+        # the counters' lumps do not reach a contrast bucketed by same-scrape gauges
+        kept = tuple(r for r in limits.reasons if r is not GuardReason.CONTRAST_ABOVE_ONE)
+        limits = replace(limits, reasons=kept, max_confidence=limits.max_confidence if kept else 1.0)
+    # a scrape is clean only where its whole lookback was observed after the ramp-up and any long gap
+    hist = replace(hist, clean=hist.clean & history_observed(s.times, TAIL_WINDOW_SECONDS[1], guards.window))
     W = bootstrap.weights(s.n, bootstrap.block_length(hist.heavy.astype(float)), options.replicates)
 
     ledger, excess = step_ledger(s, a, hist)
@@ -156,6 +165,8 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     ttft_hist = s.histograms.get(Signal.TTFT)
     basis = ("counter increase / interval (interval means, not same-scrape gauges)" if s.rates_from_counters
              else "same-scrape gauges")
+    if s.prefill_basis is not None:
+        basis += f"; prefill: {s.prefill_basis.value}"
     left_out = read.left_out
     warn = (("decode and prefill exist only as counters here: rates are interval means",) if s.rates_from_counters
             else ()) + tuple(x.text for x in left_out)
@@ -179,7 +190,7 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     dose = dose_response(p, wdec, prefill, running, a.busy, W, ledger_ms_per_1k_tokens=_ledger_ms_per_1k(s, excess, dt),
                          basis=f"prefill: {basis}")
     measured = Measured(shape.proven, reason, s, a, p, wdec, hist, W, excess, running, dt, tail_effect,
-                        lag.tail_test_ran, ploss, preemption, dose, tuple(b.text for b in broken))
+                        lag.tail_test_ran, ploss, preemption, dose, tuple(b.text for b in broken), guards, limits)
     inputs = verdict_inputs(measured)
     # sharing and eviction are shares of the running decoders' time; the stall's share counts the
     # preempted sequences too, so only the first two must fit in the whole together

@@ -84,7 +84,8 @@ def _eviction_loss(x: VerdictInputs) -> np.ndarray:
 def signature_tests(x: VerdictInputs) -> list[SignatureTest | None]:
     """Every signature test the data allows, in the order a found one is preferred."""
     reps = x.lag0_effect.shape[0]
-    controlled_tail = x.tail_effect * x.tail_batch_ratio if x.tail_test_ran else None
+    tail_allowed = x.limits is None or x.limits.tail_allowed
+    controlled_tail = x.tail_effect * x.tail_batch_ratio if x.tail_test_ran and tail_allowed else None
     lag0: np.ndarray | None = x.lag0_effect
     if x.contrast_note:
         lag0 = None  # decode "faster" while prompts are counted: the contrast does not measure interference
@@ -101,7 +102,8 @@ def signature_tests(x: VerdictInputs) -> list[SignatureTest | None]:
         dose_signature(x.dose_stall, x.dose_depth) if not x.has_ledger else None,
         below(Mechanism.EVICTION, Signature.LAGGED_TAIL, controlled_tail, TAIL_EFFECT_MARGIN,
               "per-stream decode 2-14 min after prefill / clean, times the batch ratio (batch controlled)"),
-        below(Mechanism.EVICTION, Signature.RECOVERY_SLOPE, x.recovery_effect, TAIL_EFFECT_MARGIN,
+        below(Mechanism.EVICTION, Signature.RECOVERY_SLOPE, x.recovery_effect if tail_allowed else None,
+              TAIL_EFFECT_MARGIN,
               "per-stream decode soon after prefill / long after, by time since the last prefill (batch controlled)"),
         above(Mechanism.EVICTION, Signature.INFLATED_DECODE_STEPS, x.inflation_after_batch_bounded,
               INFLATION_MARGIN, "decode-only step after prefill beyond batch growth / undisturbed (ledger)"),
@@ -235,6 +237,9 @@ def decide(x: VerdictInputs) -> Verdict:
     # loss shares' model error (a decoder's part of a chunk step it does not ride in) can be a factor 2
     if capped or near_floor or (point is Mechanism.NONE and below_floor):
         confidence = min(confidence, UNCONFIRMED_CAP)
+    if x.limits is not None and x.limits.reasons:
+        confidence = min(confidence, x.limits.max_confidence)
+        settle += [f"{r.value}: no claim here reaches 0.7" for r in x.limits.reasons]
     ordered = tuple(sorted(found, key=lambda f: -(f.loss_share if np.isfinite(f.loss_share) else 1.0)))
     mechs = tuple(sorted((f.mechanism for f in found), key=lambda m: m.value))
     v = Verdict(point, mechs, round(confidence, 3), tuple(ev), tuple(settle) if confidence < 0.7 else (),

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pdcensus.census.guards import VerdictLimits
 from pdcensus.census.preemption import StallBasis
 
 
@@ -68,3 +69,5 @@ class VerdictInputs:
     single_session: str = ""  # non-empty: at most one request ran, so no other session's prefill exists
     contrast_note: str = ""  # why decode per stream is faster while prompts are counted (if it is)
     withheld: tuple[str, ...] = ()  # signals the sanity checks found broken, and what was withheld
+    # what the guards allow (pdcensus.census.guards): another session, a window that holds the tail, ramp-up
+    limits: VerdictLimits | None = None
