@@ -23,6 +23,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: list[tuple[str, ...]] = [
     ("pdcensus", "pdcensus.errors", "pdcensus.extras"),
@@ -73,7 +75,8 @@ def rank(module: str) -> int | None:
     best, best_len = -1, -1
     for i, prefixes in enumerate(LAYERS):
         for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
+            inside = module == prefix or (prefix != "pdcensus" and module.startswith(prefix + "."))
+            if inside and len(prefix) > best_len:
                 best, best_len = i, len(prefix)
     assert best >= 0, f"{module} is in no layer: add it to LAYERS"
     return best
@@ -139,3 +142,5 @@ def test_the_checker_sees_a_circle_and_an_upward_arrow() -> None:
     assert rank("pdcensus.sources.fpm") < rank("pdcensus.series.promql.engine") < rank("pdcensus.census.run")  # type: ignore[operator]
     assert rank("pdcensus.series.model") < rank("pdcensus.sources.load")  # type: ignore[operator]
     assert rank("pdcensus.sim.engine") is None
+    with pytest.raises(AssertionError, match="in no layer"):
+        rank("pdcensus.newpackage.module")
