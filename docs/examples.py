@@ -1,14 +1,15 @@
-"""Regenerate the README's examples by running them, or check that they are current.
+"""Regenerate the examples of README.md and docs/commands.md by running them, or check that they are current.
 
-Every example in README.md sits between ``<!-- example: NAME -->`` and ``<!-- /example -->``
-and is a fenced block of ``$ command`` lines, each followed by what it printed. This script
-runs the commands of every example in README order, in one scratch directory (so an example
-can use what an earlier one made: ``out/sts`` from ``pdcensus sim``), with ``pdcensus`` from
-the repository's virtual environment, 100 columns and no colour, and puts the outputs back.
-``head=N`` in the opening marker keeps the first N lines of each command's output and marks
-the cut with ``...``. The commands are the README's own text, run with bash; nothing else.
+Every example sits between ``<!-- example: NAME -->`` and ``<!-- /example -->`` and is a
+fenced block of ``$ command`` lines, each followed by what it printed. This script runs the
+commands of every example of a file in order, in one scratch directory per file (so an
+example can use what an earlier one made: ``out/sts`` from ``pdcensus sim``), with
+``pdcensus`` from the repository's virtual environment, 100 columns and no colour, and puts
+the outputs back (trailing blanks cut). ``head=N`` in the opening marker keeps the first N
+lines of each command's output and marks the cut with ``...``. The commands are the files'
+own text, run with bash; nothing else runs.
 
-    .venv/bin/python docs/examples.py            # rewrite README.md with fresh outputs
+    .venv/bin/python docs/examples.py            # rewrite both files with fresh outputs
     .venv/bin/python docs/examples.py --check    # exit 1 with a diff when an example is stale
 
 ``tests/test_readme_examples.py`` runs ``--check``.
@@ -26,9 +27,9 @@ import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-README = ROOT / "README.md"
+FILES = (ROOT / "README.md", ROOT / "docs" / "commands.md")
 BLOCK = re.compile(r"(<!-- example: (?P<name>[\w-]+)(?: head=(?P<head>\d+))? -->\n```(?P<lang>\w*)\n)"
-                   r"(?P<body>.*?)(```\n<!-- /example -->)", re.S)
+                   r"(?P<body>.*?)(?P<close>```\n<!-- /example -->)", re.S)
 COLUMNS = "100"
 TIMEOUT_SECONDS = 600
 
@@ -59,7 +60,7 @@ def run(command: str, cwd: Path) -> str:
 
 
 def render(command: str, output: str, head: int | None) -> str:
-    lines = output.rstrip("\n").splitlines() if output.strip() else []
+    lines = [line.rstrip() for line in output.rstrip("\n").splitlines()] if output.strip() else []
     if head is not None and len(lines) > head:
         lines = lines[:head] + ["..."]
     shown = "\n".join(f"$ {command}".splitlines())
@@ -70,7 +71,7 @@ def regenerate(text: str, workdir: Path) -> str:
     def one(found: re.Match[str]) -> str:
         head = int(found["head"]) if found["head"] else None
         body = "".join(render(c, run(c, workdir), head) for c in commands_of(found["body"]))
-        return found.group(1) + body + found.group(5)
+        return found.group(1) + body + found["close"]
 
     return BLOCK.sub(one, text)
 
@@ -79,21 +80,25 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="exit 1 with a diff when an example is stale")
     args = parser.parse_args(argv)
-    text = README.read_text()
-    if not BLOCK.search(text):
-        print("no examples found in README.md", file=sys.stderr)
+    stale = []
+    for path in FILES:
+        text = path.read_text()
+        if not BLOCK.search(text):
+            print(f"no examples found in {path}", file=sys.stderr)
+            return 1
+        with tempfile.TemporaryDirectory(prefix="pdcensus-examples-") as scratch:
+            fresh = regenerate(text, Path(scratch))
+        name = str(path.relative_to(ROOT))
+        if not args.check:
+            path.write_text(fresh)
+        elif fresh != text:
+            stale.append(name)
+            sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), fresh.splitlines(True),
+                                                       name, f"{name} (regenerated)"))
+    if stale:
+        print(f"stale examples in {', '.join(stale)}: run .venv/bin/python docs/examples.py", file=sys.stderr)
         return 1
-    with tempfile.TemporaryDirectory(prefix="pdcensus-examples-") as scratch:
-        fresh = regenerate(text, Path(scratch))
-    if not args.check:
-        README.write_text(fresh)
-        return 0
-    if fresh == text:
-        return 0
-    sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), fresh.splitlines(True),
-                                               "README.md", "README.md (regenerated)"))
-    print("README examples are stale: run .venv/bin/python docs/examples.py", file=sys.stderr)
-    return 1
+    return 0
 
 
 if __name__ == "__main__":
