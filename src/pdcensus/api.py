@@ -26,6 +26,7 @@ import polars as pl
 
 from pdcensus.census.model import CensusReport
 from pdcensus.census.run import CensusOptions, census_endpoint, census_recording
+from pdcensus.errors import DataError
 from pdcensus.series.model import Recording
 
 if TYPE_CHECKING:
@@ -45,15 +46,25 @@ def _recording(source: str | Path | Recording) -> Recording:
 def _advise(reports: Sequence[CensusReport], source: object, evidence: str | Path | None,
             target_decode_share: float | None, recording: Recording | None = None,
             start: float | None = None, end: float | None = None) -> list[CensusReport]:
-    from pdcensus.advice.attach import attach_advice, find_side_channels
+    """Read the side channels once (the I/O stays here), then attach each report's advice."""
+    from pdcensus.advice.attach import attach_advice
     from pdcensus.advice.recommend import DEFAULT_TARGET_DECODE_SHARE
     from pdcensus.advice.ttft_replay import trace_for_report
+    from pdcensus.sources.bundle import Bundle, find_side_channels, read_bundle
 
     if evidence == AUTO:
         evidence = find_side_channels(source) if isinstance(source, (str, Path)) else None
+    bundle: Bundle | None = None
+    unreadable: str | None = None
+    if evidence is not None:
+        try:
+            bundle = read_bundle(evidence)
+        except DataError as exc:
+            unreadable = str(exc)
     share = DEFAULT_TARGET_DECODE_SHARE if target_decode_share is None else target_decode_share
-    return [attach_advice(r, evidence, share,
-                          trace_for_report(recording, r, start, end) if recording is not None else None)
+    return [attach_advice(r, bundle, share,
+                          trace_for_report(recording, r, start, end) if recording is not None else None,
+                          unreadable)
             for r in reports]
 
 

@@ -4,11 +4,14 @@
 
     CensusError                 exit 3 unless a subclass says otherwise
     ├── UsageError              exit 2: bad flag value, unknown scenario, unknown profile
-    │   └── MissingExtraError   exit 2: a command needs an optional extra that is not installed
+    │   ├── MissingExtraError   exit 2: a command needs an optional extra that is not installed
+    │   └── PromQLParseError    exit 2: the expression is not valid PromQL
     ├── DataError               exit 3: the data cannot be used (one-line reason)
     │   ├── RecordingParseError exit 3: "<file>:<line>: <what is wrong>"
-    │   └── NotEnoughDataError  exit 3: too little data for what was asked
+    │   ├── NotEnoughDataError  exit 3: too little data for what was asked
+    │   └── QueryEvaluationError exit 3: Prometheus would refuse this query over this data
     ├── UnsupportedQueryError   exit 3: a PromQL construct outside our exact subset
+    ├── RecordWriteError        exit 3: a recorder's journal could not be written
     └── SourceUnreachableError  exit 4: a server could not be reached
 
 Messages quote the offending input and list the valid choices where there are any.
@@ -39,6 +42,10 @@ class MissingExtraError(UsageError):
                          f"install it with: pip install 'pdcensus[{extra}]'")
 
 
+class PromQLParseError(UsageError):
+    """The expression is not valid PromQL (quotes the expression and the parser's reason)."""
+
+
 class DataError(CensusError):
     """The data exists but cannot be used."""
 
@@ -59,10 +66,18 @@ class NotEnoughDataError(DataError):
     """Too little data for the pass that was asked for."""
 
 
+class QueryEvaluationError(DataError):
+    """Prometheus would refuse to evaluate this query over this data (e.g. ambiguous matching)."""
+
+
 class UnsupportedQueryError(CensusError):
     """A PromQL function or construct outside the exact subset we evaluate."""
 
     exit_code = 3
+
+
+class RecordWriteError(CensusError):
+    """A recorder's journal could not be written (disk full, file-size limit, I/O error); exit 3."""
 
 
 class SourceUnreachableError(CensusError):

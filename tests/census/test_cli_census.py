@@ -7,7 +7,7 @@ import json
 import pytest
 
 from pdcensus.cli import main
-from pdcensus.report.html_basic import render_html
+from pdcensus.report.html import render_html
 from pdcensus.api import census
 from pdcensus.sources.openmetrics_writer import write_openmetrics
 

@@ -26,7 +26,7 @@ def test_no_help_page_shows_a_type_beside_a_plain_switch() -> None:
         pages[name] = run_cli(name, "--help").stdout
     assert all(pages.values())
     assert [name for name, page in pages.items() if "<bool>" in page] == []
-    assert "--json" in pages["census"] and "--strict" in pages["lint"]
+    assert "--json" in pages["census"] and "--json" in pages["lint"]
 
 
 def test_the_three_remote_commands_take_the_same_connection_options_from_one_declaration() -> None:

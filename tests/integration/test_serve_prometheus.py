@@ -45,11 +45,15 @@ def test_census_through_prometheus_names_step_time_sharing_on_a_live_scraped_ser
         start = time.time()
         time.sleep(WINDOW_SECONDS)
         end = time.time()
-        targets = httpx.get(f"{prometheus}/api/v1/targets", timeout=5).json()["data"]["activeTargets"]
-    assert [t["health"] for t in targets] == ["up"]
+    # how many scrapes Prometheus itself recorded as good in the window: under a busy machine
+    # some may time out (up = 0), so the census is held to Prometheus's count, not to a rate
+    answer = httpx.get(f"{prometheus}/api/v1/query", timeout=30, params={
+        "query": f'sum_over_time(up{{job="radiance"}}[{int((end - start) * 1000)}ms])', "time": f"{end:.3f}"}).json()
+    good_scrapes = float(answer["data"]["result"][0]["value"][1])
     recording, warnings = fetch_recording(prometheus, selector='{job="radiance"}', start=start, end=end)
     assert recording.instances() == [target]
     report = census_recording(recording)[0]
     assert report.verdict.mechanism is Mechanism.STEP_TIME_SHARING, (
         report.verdict.mechanism, [e.text for e in report.verdict.evidence], warnings)
-    assert report.shape.segments[-1].scrapes >= 0.8 * WINDOW_SECONDS
+    assert good_scrapes >= 10
+    assert abs(sum(segment.scrapes for segment in report.shape.segments) - good_scrapes) <= 1

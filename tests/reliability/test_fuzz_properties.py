@@ -32,7 +32,8 @@ from rich.console import Console
 from pdcensus.census.model import Mechanism, reports_to_dict
 from pdcensus.census.run import CensusOptions, census_recording
 from pdcensus.errors import CensusError, DataError, RecordingParseError
-from pdcensus.report.html_basic import render_html
+from pdcensus.report.html import render_html
+from pdcensus.report.markdown import render_markdown
 from pdcensus.report.terminal import render
 from pdcensus.series.model import Family, MetricType, Recording, RecordingBuilder, SeriesKey
 from pdcensus.sources.load import load_source
@@ -194,3 +195,4 @@ def test_an_odd_recording_gets_one_of_the_six_verdicts_and_every_view_renders(re
     json.dumps(reports_to_dict(reports), allow_nan=False)
     render(reports[0], Console(file=io.StringIO(), width=120))
     assert "odd:1" in render_html(reports)
+    assert "odd:1" in render_markdown(reports).text

@@ -32,6 +32,30 @@ def test_a_lone_request_takes_exactly_the_cost_models_steps() -> None:
     assert engine.metrics.steps == 11 and engine.metrics.steps_decode == 10
 
 
+class FlatCost(CostModel):
+    """A different price list: every decode-only part 20 ms, every chunk 100 ms on top."""
+
+    def decode_only(self, decode_rows: int, context_tokens: int, missing_experts: int) -> float:
+        return 0.020
+
+    def chunk_extra(self, prefill_tokens: int, snapshot_writes: float, below_stager_pass: bool) -> float:
+        return 0.100 if prefill_tokens > 0 else 0.0
+
+
+def test_the_engine_prices_every_step_with_the_cost_model_it_is_given() -> None:
+    engine = Engine(parse_config({}), FlatCost())
+    _load(engine, n=20)
+    engine.submit(Request(2.0, 20000, 50))
+    seen: set[tuple[bool, float]] = set()
+    for t in range(1, 120):
+        engine.advance_until(float(t))
+        seen |= {(run.prefill_tokens > 0, round(run.step_seconds, 9)) for _, _, run in engine.recent_steps}
+    assert seen == {(False, 0.020), (True, 0.120)}
+    assert FlatCost().step_seconds(StepShape(8, 512, 9000, 0, 1)) == pytest.approx(0.120)
+    assert engine.metrics.step_seconds == pytest.approx(0.020 * engine.metrics.steps_decode
+                                                        + 0.120 * (engine.metrics.steps - engine.metrics.steps_decode))
+
+
 def test_counters_never_decrease_and_decode_and_held_steps_are_subsets() -> None:
     engine = Engine(parse_config({"--prefill-interleave": "2"}))
     _load(engine, n=30)

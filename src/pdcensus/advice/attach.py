@@ -1,34 +1,22 @@
-"""Attach advice to a census report: read the side channels, recommend, cite where facts came from.
+"""Attach advice to a census report: recommend from the side channels, cite where facts came from.
 
 The flow stays one-way (census -> advice -> report): the census report is built first, then
 this returns a copy with ``advice`` filled and ``side_evidence`` saying which facts came from
-which side channel (argv, boot ledger, ``/stats``). Side channels come from an evidence
-bundle (``pdcensus collect``) or a simulator output directory, both read by
-:func:`pdcensus.sources.bundle.read_bundle`.
+which side channel (argv, boot ledger, ``/stats``). Advice does no I/O: the caller
+(:mod:`pdcensus.api`) reads the evidence bundle (``pdcensus collect``, or a simulator output
+directory) with :func:`pdcensus.sources.bundle.read_bundle` and passes the :class:`Bundle` in.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import Any
 
 from pdcensus.advice.evidence import BootLedger, flags_from_argv, parse_boot_ledger
 from pdcensus.advice.recommend import DEFAULT_TARGET_DECODE_SHARE, recommend
 from pdcensus.advice.ttft_replay import PrefillTrace
 from pdcensus.census.model import CensusReport
-from pdcensus.errors import DataError
-
-
-def find_side_channels(source: str | Path | None) -> Path | None:
-    """A directory beside a recording that holds side channels (a sim output dir), if any."""
-    if source is None:
-        return None
-    p = Path(source)
-    for candidate in (p, p.parent):
-        if candidate.is_dir() and any((candidate / n).exists() for n in ("cmdline", "boot.log", "stats.json")):
-            return candidate
-    return None
+from pdcensus.sources.bundle import Bundle
 
 
 def prefix_hit_depths_from_stats(stats: Any) -> tuple[int, ...]:
@@ -47,43 +35,41 @@ def prefix_hit_depths_from_stats(stats: Any) -> tuple[int, ...]:
 
 def attach_advice(
     report: CensusReport,
-    evidence: str | Path | None = None,
+    bundle: Bundle | None = None,
     target_decode_share: float = DEFAULT_TARGET_DECODE_SHARE,
     trace: PrefillTrace | None = None,
+    unreadable: str | None = None,
 ) -> CensusReport:
-    """``report`` with advice filled, using side channels from ``evidence`` where given.
+    """``report`` with advice filled, using the side channels of ``bundle`` where given.
 
-    ``trace`` (:func:`pdcensus.advice.ttft_replay.trace_for_report`) feeds the replayed TTFT column.
+    ``unreadable`` says why an evidence bundle that was asked for could not be read (cited as
+    such). ``trace`` (:func:`pdcensus.advice.ttft_replay.trace_for_report`) feeds the replayed
+    TTFT column.
     """
-    from pdcensus.sources.bundle import read_bundle
-
     flags: dict[str, str] = {}
     boot = BootLedger()
     depths: tuple[int, ...] = ()
     cited: dict[str, Any] = {}
-    if evidence is not None:
-        try:
-            bundle = read_bundle(evidence)
-        except DataError as exc:
-            cited["unreadable"] = str(exc)
-        else:
-            cited["origin"] = bundle.source
-            if bundle.argv:
-                flags = flags_from_argv(bundle.argv[1:])
-                cited["argv"] = " ".join(bundle.argv)
-            if bundle.boot_lines:
-                boot = parse_boot_ledger("\n".join(bundle.boot_lines))
-                facts = {"stager_smallest_pass_tokens": boot.stager_smallest_pass_tokens,
-                         "kv_capacity_tokens": boot.kv_capacity_tokens, "arena_tokens": boot.arena_tokens,
-                         "expert_slab_experts": boot.expert_slab_experts}
-                cited["boot_ledger"] = {k: v for k, v in facts.items() if v is not None}
-            depths = prefix_hit_depths_from_stats(bundle.stats)
-            if depths:
-                cited["prefix_hit_depths_tokens"] = {"n": len(depths), "from": "/stats recent_requests (multi-turn)"}
-            missing = [k for k, v in (("argv", bundle.argv), ("boot ledger", bundle.boot_lines),
-                                      ("/stats", bundle.stats), ("/diagnostics", bundle.diagnostics)) if not v]
-            if missing:
-                cited["missing"] = missing
+    if unreadable is not None:
+        cited["unreadable"] = unreadable
+    if bundle is not None:
+        cited["origin"] = bundle.source
+        if bundle.argv:
+            flags = flags_from_argv(bundle.argv[1:])
+            cited["argv"] = " ".join(bundle.argv)
+        if bundle.boot_lines:
+            boot = parse_boot_ledger("\n".join(bundle.boot_lines))
+            facts = {"stager_smallest_pass_tokens": boot.stager_smallest_pass_tokens,
+                     "kv_capacity_tokens": boot.kv_capacity_tokens, "arena_tokens": boot.arena_tokens,
+                     "expert_slab_experts": boot.expert_slab_experts}
+            cited["boot_ledger"] = {k: v for k, v in facts.items() if v is not None}
+        depths = prefix_hit_depths_from_stats(bundle.stats)
+        if depths:
+            cited["prefix_hit_depths_tokens"] = {"n": len(depths), "from": "/stats recent_requests (multi-turn)"}
+        missing = [k for k, v in (("argv", bundle.argv), ("boot ledger", bundle.boot_lines),
+                                  ("/stats", bundle.stats), ("/diagnostics", bundle.diagnostics)) if not v]
+        if missing:
+            cited["missing"] = missing
     recs = recommend(report, flags=flags, boot=boot, target_decode_share=target_decode_share,
                      prefix_hit_depths_tokens=depths, trace=trace)
     return replace(report, advice=tuple(r.to_dict() for r in recs), side_evidence=cited)

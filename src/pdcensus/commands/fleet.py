@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -12,7 +13,19 @@ from pdcensus.commands import remote
 from pdcensus.commands.base import app
 
 if TYPE_CHECKING:
+    from rich.progress import Progress, TaskID
+
     from pdcensus.fleet import FleetResult
+
+
+@dataclass
+class _Progress:
+    """How far the fleet census is: a bar on a terminal, one line per endpoint otherwise."""
+
+    total: int = 0
+    done: int = 0
+    bar: Progress | None = None
+    task: TaskID | None = None
 
 
 def _fmt(value: float | None, pattern: str) -> str:
@@ -52,11 +65,11 @@ def fleet_command(
     from pdcensus.fleet import FleetEndpoint, census_fleet
 
     t0, t1 = remote.window(start, end, window)
-    progress_state: dict[str, Any] = {"total": 0, "done": 0, "bar": None, "task": None}
+    progress = _Progress()
     tty = sys.stderr.isatty()
 
     def discovered(n: int) -> None:
-        progress_state["total"] = n
+        progress.total = n
         if tty:
             from rich.console import Console
             from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -64,17 +77,17 @@ def fleet_command(
             bar = Progress(TextColumn("census"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                            console=Console(stderr=True), transient=True)
             bar.start()
-            progress_state["bar"], progress_state["task"] = bar, bar.add_task("census", total=n)
+            progress.bar, progress.task = bar, bar.add_task("census", total=n)
         else:
             print(f"censusing {n} endpoint(s), {concurrency} at a time", file=sys.stderr, flush=True)
 
     def finished(e: FleetEndpoint) -> None:
-        progress_state["done"] += 1
-        if progress_state["bar"] is not None:
-            progress_state["bar"].advance(progress_state["task"])
+        progress.done += 1
+        if progress.bar is not None and progress.task is not None:
+            progress.bar.advance(progress.task)
         else:
             what = e.report.verdict.mechanism.value if e.report is not None else f"error: {e.error}"
-            print(f"[{progress_state['done']}/{progress_state['total']}] {e.instance} {what} ({e.seconds:.1f} s)",
+            print(f"[{progress.done}/{progress.total}] {e.instance} {what} ({e.seconds:.1f} s)",
                   file=sys.stderr, flush=True)
 
     try:
@@ -82,8 +95,8 @@ def fleet_command(
                               auth=connection.auth(), timeout=connection.timeout_seconds, batch_size=batch_size,
                               on_discovered=discovered, on_endpoint=finished)
     finally:
-        if progress_state["bar"] is not None:
-            progress_state["bar"].stop()
+        if progress.bar is not None:
+            progress.bar.stop()
     for e in result.endpoints:
         for warning in e.warnings:
             print(f"warning: {e.instance}: {warning}", file=sys.stderr)

@@ -84,7 +84,7 @@ class Engine:
         self._counter = 0
         self._handles: dict[int, RequestHandle] = {}
         self._listening = False
-        self._planner = RunPlanner(self)
+        self._planner = RunPlanner(config, self.cost, self.hardware)
 
     # ---- public API -------------------------------------------------------------------------
 
@@ -109,7 +109,8 @@ class Engine:
         while True:
             if self.run is None:
                 self._ingest(self.now)
-                self.run = self._planner.plan(self.now)
+                self._schedule(self.now)
+                self.run = self._planner.plan(self, self.now)
                 if self.run is None:
                     self.metrics.decode_rate.set_rate(self.now, 0.0)
                     self.metrics.prefill_rate.set_rate(self.now, 0.0)
@@ -178,6 +179,23 @@ class Engine:
 
     def free_kv_tokens(self) -> int:
         return self.kv.free_tokens(self.decode_index, len(self.decoders), self.tokens_per_step, self.holders())
+
+    def _schedule(self, now: float) -> None:
+        """The scheduler's changes before a run is planned: a hold goes on (if decoders are left
+        once the next step fits the KV cache) or ends, then the queue's head may be admitted."""
+        if self.held_remaining > 0 and self.decoders:
+            self._ensure_kv(now)
+            if self.decoders:
+                return
+        self.held_remaining = 0
+        self._ensure_kv(now)
+        if self.prefilling is None and self.waiting:
+            self.try_admit(now)
+
+    def _ensure_kv(self, now: float) -> None:
+        """Preempt the newest decoders until the next decode step fits in the KV cache."""
+        while self.decoders and self.free_kv_tokens() < len(self.decoders) * self.tokens_per_step:
+            self.preempt_newest(now)
 
     def try_admit(self, now: float) -> None:
         """Admit the head of the queue as the prefilling sequence, if it fits."""

@@ -1,4 +1,12 @@
-"""Planning runs of identical steps: what the next steps carry and how many can be jumped at once.
+"""Planning runs of identical steps: what the next steps carry, what they cost, how many are jumped at once.
+
+:class:`RunPlanner` reads the engine's state (through :class:`EngineState`, so this module
+never imports the engine) and returns a :class:`Run`; it changes nothing. The engine makes
+the scheduler's changes first (preemptions to fit the KV cache, an admission, the end of a
+hold), then asks for the plan. Each step's time is the cost model's
+(:meth:`~pdcensus.sim.cost_model.CostModel.decode_only` plus
+:meth:`~pdcensus.sim.cost_model.CostModel.chunk_extra`, the terms of its ``step_seconds``): the model the tests check is
+the model the engine runs.
 
 A run ends before anything that would change the step: the next completion (a decoder
 leaves), the next arrival that could be admitted (or that changes an ``auto`` busy chunk), the
@@ -10,14 +18,16 @@ taken at the start of the run). Decode-only runs and aligned chunk runs are both
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
+from collections import deque
+from typing import Protocol
 
-from pdcensus.sim.cost_model import StepShape
+from pdcensus.sim.config import EngineConfig
+from pdcensus.sim.cost_model import CostModel, StepShape
+from pdcensus.sim.entities import Sequence
+from pdcensus.sim.hardware import Hardware
+from pdcensus.sim.kv import KVCache
+from pdcensus.sim.residency import Residency
 from pdcensus.sim.scheduler import plan_chunk
-
-
-if TYPE_CHECKING:
-    from pdcensus.sim.engine import Engine
 
 MAX_RUN_SECONDS = 5.0
 UNBOUNDED = 1 << 40
@@ -58,52 +68,51 @@ class Run:
                          self.snapshot_writes, self.below_stager_pass)
 
 
-class RunPlanner:
-    """Decides the next :class:`~pdcensus.sim.engine.Run` for one engine (hot path: kept flat)."""
+class EngineState(Protocol):
+    """What the planner reads from an engine (:class:`~pdcensus.sim.engine.Engine` has all of it)."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
-        config = engine.config
-        cost = engine.cost
+    config: EngineConfig
+    cost: CostModel
+    hardware: Hardware
+    kv: KVCache
+    residency: Residency
+    tokens_per_step: int
+    decode_index: int
+    decoders: list[Sequence]
+    waiting: deque[Sequence]
+    prefilling: Sequence | None
+    held_remaining: int
+
+    def next_completion_index(self) -> int | None: ...
+
+    def next_arrival_seconds(self) -> float | None: ...
+
+    def holders(self) -> int: ...
+
+
+class RunPlanner:
+    """Decides the next :class:`Run` from an engine's state, without changing it (hot path: kept flat)."""
+
+    def __init__(self, config: EngineConfig, cost: CostModel, hardware: Hardware) -> None:
+        self.cost = cost
         self.rows_per_sequence = config.rows_per_sequence
         self.interval = config.checkpoint_interval
         self.interleave = config.held_steps_per_chunk
         self.auto_busy = config.busy_prefill_chunk is None
-        self.span = config.prefill_span
-        self.stager_tokens = engine.hardware.stager_min_pass_tokens
-        self.base = cost.base_seconds
-        self.per_row = cost.per_row_seconds
-        self.per_context = cost.per_context_token_seconds
-        self.per_miss = cost.miss_seconds_per_expert
-        self.per_token = cost.per_prefill_token_seconds
-        self.per_write = cost.snapshot_write_seconds
-        self.stager_sync = cost.stager_sync_seconds
+        self.stager_tokens = hardware.stager_min_pass_tokens
 
-    def plan(self, now: float) -> Run | None:
-        e = self.engine
+    def plan(self, e: EngineState, now: float) -> Run | None:
+        """The next run, once the engine has preempted, admitted and ended a hold as the scheduler says."""
         if e.held_remaining > 0 and e.decoders:
-            self._ensure_kv(now)
-            if e.decoders:
-                return self._decode_run(now, True, e.held_remaining)
-        e.held_remaining = 0
-        self._ensure_kv(now)
-        if e.prefilling is None and e.waiting:
-            e.try_admit(now)
+            return self._decode_run(e, now, True, e.held_remaining)
         if e.prefilling is not None:
-            return self._chunk_run(now)
+            return self._chunk_run(e, now)
         if e.decoders:
-            return self._decode_run(now, False, UNBOUNDED)
+            return self._decode_run(e, now, False, UNBOUNDED)
         return None
 
-    def _ensure_kv(self, now: float) -> None:
-        """Preempt the newest decoders until the next decode step fits in the KV cache."""
-        e = self.engine
-        while e.decoders and e.free_kv_tokens() < len(e.decoders) * e.tokens_per_step:
-            e.preempt_newest(now)
-
-    def _bound(self, step_seconds: float, decoders: int) -> int:
+    def _bound(self, e: EngineState, step_seconds: float, decoders: int) -> int:
         """Steps until the next completion, KV exhaustion, promotion, or MAX_RUN_SECONDS."""
-        e = self.engine
         k = int(MAX_RUN_SECONDS / step_seconds) or 1
         if decoders:
             index = e.next_completion_index()
@@ -122,37 +131,37 @@ class RunPlanner:
                     k = max(1, promote)
         return k
 
-    def _until_arrival(self, now: float, step_seconds: float, k: int) -> int:
-        arrivals = self.engine._arrivals
-        if arrivals:
-            steps = math.ceil((arrivals[0][0] - now) / step_seconds - 1e-9)
+    @staticmethod
+    def _until_arrival(e: EngineState, now: float, step_seconds: float, k: int) -> int:
+        arrival = e.next_arrival_seconds()
+        if arrival is not None:
+            steps = math.ceil((arrival - now) / step_seconds - 1e-9)
             if steps < k:
                 return max(1, steps)
         return k
 
-    def _decode_run(self, now: float, held: bool, limit: int) -> Run:
-        e = self.engine
+    def _decode_run(self, e: EngineState, now: float, held: bool, limit: int) -> Run:
         n = len(e.decoders)
         context = e.kv.static_tokens + n * e.tokens_per_step * e.decode_index
         if e.prefilling is not None:
             context -= e.prefilling.prefill_end_position
         missing = e.residency.missing_experts
         rows = n * self.rows_per_sequence
-        miss = self.per_miss * missing
-        dt = self.base + self.per_row * rows + self.per_context * context + miss
-        k = min(limit, self._bound(dt, n))
+        cost = self.cost
+        dt = cost.decode_only(rows, context, missing)
+        k = min(limit, self._bound(e, dt, n))
         if not held and e.prefilling is None and not e.waiting:
-            k = self._until_arrival(now, dt, k)
-        return Run(now, dt, k, n, rows, 0, context, missing, 0, False, held, 0.0, miss, False)
+            k = self._until_arrival(e, now, dt, k)
+        return Run(now, dt, k, n, rows, 0, context, missing, 0, False, held, 0.0,
+                   cost.miss_seconds_per_expert * missing, False)
 
-    def _chunk_run(self, now: float) -> Run:
+    def _chunk_run(self, e: EngineState, now: float) -> Run:
         """A run of equal chunks of the one prefill; snapshot writes are averaged over the run.
 
         Chunks that straddle checkpoint boundaries write 0 or 1 (or more) snapshots each, so the
         run carries the mean write count: its total time, writes and tokens are exact, each step's
         own time is the run's mean (off by at most one snapshot write).
         """
-        e = self.engine
         seq = e.prefilling
         assert seq is not None
         n = len(e.decoders)
@@ -165,23 +174,23 @@ class RunPlanner:
         context = e.kv.static_tokens + n * e.tokens_per_step * e.decode_index - seq.prefill_end_position
         missing = e.residency.missing_experts
         rows = n * self.rows_per_sequence
-        miss = self.per_miss * missing
-        fixed = self.per_token * tokens + (self.stager_sync if chunk.below_stager_pass else 0.0)
-        decode_part = self.base + self.per_row * rows + self.per_context * context + miss
+        cost = self.cost
+        below = chunk.below_stager_pass
+        decode_part = cost.decode_only(rows, context, missing)
         k = max(1, remaining // tokens)
         if n and self.interleave:
             k = 1
         if k > 1:
             most_writes = -(-tokens // interval) if not skip else 1
-            bound_dt = decode_part + fixed + self.per_write * most_writes
-            k = min(k, self._bound(bound_dt, n))
+            bound_dt = decode_part + cost.chunk_extra(tokens, most_writes, below)
+            k = min(k, self._bound(e, bound_dt, n))
             if n and self.auto_busy:
-                k = self._until_arrival(now, bound_dt, k)
+                k = self._until_arrival(e, now, bound_dt, k)
         if skip:
             writes_total = sum(1 for j in range(1, k + 1) if (position + j * tokens) % interval == 0)
         else:
             writes_total = (position + k * tokens) // interval - position // interval
         writes = writes_total / k
-        extra = fixed + self.per_write * writes
-        return Run(now, decode_part + extra, k, n, rows, tokens, context, missing, writes,
-                   chunk.below_stager_pass, False, extra, miss, skip)
+        extra = cost.chunk_extra(tokens, writes, below)
+        return Run(now, decode_part + extra, k, n, rows, tokens, context, missing, writes, below, False, extra,
+                   cost.miss_seconds_per_expert * missing, skip)

@@ -270,6 +270,17 @@ def _members_from_dir(path: Path) -> dict[str, bytes]:
     return out
 
 
+def find_side_channels(source: str | Path | None) -> Path | None:
+    """A directory beside a recording that holds side channels (a sim output dir), if any."""
+    if source is None:
+        return None
+    p = Path(source)
+    for candidate in (p, p.parent):
+        if candidate.is_dir() and any((candidate / n).exists() for n in ("cmdline", "boot.log", "stats.json")):
+            return candidate
+    return None
+
+
 def read_bundle(path: str | Path) -> Bundle:
     """A bundle (``.tar.gz`` from ``collect``, or a simulator output directory) as a Bundle."""
     p = Path(path)

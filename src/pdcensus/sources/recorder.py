@@ -25,7 +25,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from pdcensus.errors import CensusError, UsageError
+from pdcensus.errors import CensusError, RecordWriteError, UsageError
 from pdcensus.sources.recorder_journal import (
     JOURNAL_SUFFIX,
     MAGIC,
@@ -54,10 +54,6 @@ __all__ = [
 ACCEPT = "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1"
 DEFAULT_JOB = "pdcensus-record"
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
-
-
-class RecordWriteError(CensusError):
-    """The journal could not be written (disk full, file-size limit, I/O error); exit 3."""
 
 
 @dataclass(frozen=True)

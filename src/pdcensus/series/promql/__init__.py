@@ -19,7 +19,7 @@ from pdcensus.series.promql.api_json import format_value, to_api_json
 from pdcensus.series.promql.counters import counter_increase, counter_rate, gauge_delta
 from pdcensus.series.promql.evaluator import instant_query, range_query
 from pdcensus.series.promql.functions import SUPPORTED_FUNCTIONS
-from pdcensus.series.promql.plan import PromQLParseError, QueryEvaluationError
+from pdcensus.errors import PromQLParseError, QueryEvaluationError
 from pdcensus.series.promql.storage import Storage, StoredSeries, storage_from_recording
 from pdcensus.series.promql.values import QueryResult, ResultSeries, ResultType
 from pdcensus.series.quantile import Bucket, bucket_quantile

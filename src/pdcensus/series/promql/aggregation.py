@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from pdcensus.errors import QueryEvaluationError
 from pdcensus.series.promql.plan import AggregateNode
 from pdcensus.series.promql.values import METRIC_NAME, Labels, Sample
 
@@ -163,8 +164,6 @@ def _avg_step(group: _Group, f: float, semantics: int) -> None:
 
 
 def _top_bottom(node: AggregateNode, vector: list[Sample], param: float | None) -> list[Sample]:
-    from pdcensus.series.promql.plan import QueryEvaluationError
-
     k_float = math.nan if param is None else param
     if math.isnan(k_float):
         raise QueryEvaluationError(f"Parameter value is NaN for {node.op!r}")

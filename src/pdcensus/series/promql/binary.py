@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from pdcensus.series.promql.plan import ARITHMETIC_OPERATORS, BinaryNode, Cardinality, QueryEvaluationError
+from pdcensus.errors import QueryEvaluationError
+from pdcensus.series.promql.plan import ARITHMETIC_OPERATORS, BinaryNode, Cardinality
 from pdcensus.series.promql.values import METRIC_NAME, Labels, Sample, drop_metric_name, label_value
 
 

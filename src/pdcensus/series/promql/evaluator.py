@@ -15,7 +15,7 @@ from typing import Literal
 
 import numpy as np
 
-from pdcensus.errors import UnsupportedQueryError, UsageError
+from pdcensus.errors import QueryEvaluationError, UnsupportedQueryError, UsageError
 from pdcensus.series.promql import aggregation, binary, functions, histogram, label_functions
 from pdcensus.series.promql.plan import (
     AggregateNode,
@@ -25,7 +25,6 @@ from pdcensus.series.promql.plan import (
     NegNode,
     Node,
     NumberNode,
-    QueryEvaluationError,
     RangeNode,
     SelectorNode,
     StringNode,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from pdcensus.errors import UnsupportedQueryError
-from pdcensus.series.promql.plan import QueryEvaluationError
+from pdcensus.errors import QueryEvaluationError
 from pdcensus.series.promql.storage import compile_go_regex
 from pdcensus.series.promql.values import Labels, Sample, label_value
 

@@ -17,16 +17,8 @@ from typing import Any
 
 import promql_parser
 
-from pdcensus.errors import DataError, UnsupportedQueryError, UsageError
+from pdcensus.errors import PromQLParseError, UnsupportedQueryError
 from pdcensus.series.promql.storage import LabelMatcher, MatchKind
-
-
-class PromQLParseError(UsageError):
-    """The expression is not valid PromQL (quotes the expression and the parser's reason)."""
-
-
-class QueryEvaluationError(DataError):
-    """Prometheus would refuse to evaluate this query over this data (e.g. ambiguous matching)."""
 
 
 class AtKind(str, Enum):
