@@ -29,6 +29,7 @@ from pdcensus.census.measure import Measured, verdict_inputs
 from pdcensus.census.model import CensusReport, LedgerResult, LossShares, ShapeResult, Timeline
 from pdcensus.census.passes import runbook_passes
 from pdcensus.census.preemption import preemption_bursts
+from pdcensus.census.prefill_progress import PrefillBasis
 from pdcensus.census.sanity import check_ledger, check_shares
 from pdcensus.census.shape import choose_segment, split_shapes
 from pdcensus.census.signals import ShapeSignals, extract_signals
@@ -165,7 +166,7 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     ttft_hist = s.histograms.get(Signal.TTFT)
     basis = ("counter increase / interval (interval means, not same-scrape gauges)" if s.rates_from_counters
              else "same-scrape gauges")
-    if s.prefill_basis is not None:
+    if s.prefill_basis is not None and s.prefill_basis is not PrefillBasis.GAUGE:
         basis += f"; prefill: {s.prefill_basis.value}"
     left_out = read.left_out
     warn = (("decode and prefill exist only as counters here: rates are interval means",) if s.rates_from_counters
