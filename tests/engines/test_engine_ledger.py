@@ -144,7 +144,7 @@ def test_radiance_ledger_is_read_through_the_same_call() -> None:
     ("profile", "steps_name", "points_to"),
     [
         pytest.param("vllm-v1", "vllm:iteration_tokens_total_count", "Forward Pass Metrics", id="vllm"),
-        pytest.param("llamacpp", "llamacpp:n_decode_total", "per-slot", id="llamacpp"),
+        pytest.param("llamacpp", "llamacpp:n_decode_total", "prompt_seconds_total", id="llamacpp"),
     ],
 )
 def test_engines_without_step_time_give_steps_and_say_why_the_rest_is_missing(

@@ -25,24 +25,32 @@ class Argv:
     args: tuple[str, ...]
     origin: str
 
-    def flags(self) -> dict[str, str]:
-        return flags_from_argv(self.args)
+    def flags(self, *, short: bool = False) -> dict[str, str]:
+        return flags_from_argv(self.args, short=short)
 
     def text(self) -> str:
         return " ".join(self.args)
 
 
-def flags_from_argv(args: Sequence[str]) -> dict[str, str]:
-    """``--flag value`` and ``--flag=value`` pairs (a bare ``--flag`` maps to ``""``)."""
+def _is_flag(arg: str, short: bool) -> bool:
+    """``--flag``; with ``short``, also a short flag such as llama.cpp's ``-b`` / ``-np`` (``-1`` is a value)."""
+    return arg.startswith("--") and len(arg) > 2 or (short and len(arg) > 1 and arg[0] == "-" and arg[1].isalpha())
+
+
+def flags_from_argv(args: Sequence[str], *, short: bool = False) -> dict[str, str]:
+    """``--flag value`` and ``--flag=value`` pairs (a bare ``--flag`` maps to ``""``).
+
+    ``short``: short flags too (``-b 512``), for engines whose knobs have short spellings (llama.cpp).
+    """
     out: dict[str, str] = {}
     i = 0
     while i < len(args):
         arg = args[i]
-        if arg.startswith("--") and len(arg) > 2:
-            if "=" in arg:
+        if _is_flag(arg, short):
+            if arg.startswith("--") and "=" in arg:
                 flag, value = arg.split("=", 1)
                 out[flag] = value
-            elif i + 1 < len(args) and not args[i + 1].startswith("--"):
+            elif i + 1 < len(args) and not _is_flag(args[i + 1], short):
                 out[arg] = args[i + 1]
                 i += 1
             else:

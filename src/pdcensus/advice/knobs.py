@@ -61,10 +61,22 @@ class Knob:
     counter: str | None
     counter_check: CounterCheck
     bucket_pair: str
+    # Another engine's knob (llama.cpp): its process name, its own env variable, its short flags.
+    engine: str = "radiance"
+    env: str | None = None
+    aliases: tuple[str, ...] = ()
 
     @property
     def env_var(self) -> str:
-        return env_var_for(self.flag)
+        return self.env if self.env is not None else env_var_for(self.flag)
+
+    @property
+    def process(self) -> str:
+        return "llama-server" if self.engine == "llamacpp" else "radiance"
+
+    def spellings(self) -> tuple[str, ...]:
+        """Every way argv may carry the flag (the long form first)."""
+        return (self.flag, *self.aliases)
 
     def env_line(self, value: str) -> str:
         """The arm: one env line the serve script turns into ``--flag value``."""
@@ -78,7 +90,7 @@ class Knob:
     def argv_check(self, value: str | None = None) -> str:
         want = f"{self.flag} {value}" if value is not None else self.flag
         return (
-            f"tr '\\0' ' ' < /proc/$(pidof radiance)/cmdline | grep -o -- '{want}' "
+            f"tr '\\0' ' ' < /proc/$(pidof {self.process})/cmdline | grep -o -- '{want}' "
             f"(or pdcensus verify-arm --pid PID --flag {self.flag}"
             + (f"={value}" if value is not None else "")
             + ")"
@@ -99,6 +111,8 @@ class Knob:
             "counter": self.counter,
             "counter_check": self.counter_check.value,
             "bucket_pair": self.bucket_pair,
+            "engine": self.engine,
+            "aliases": list(self.aliases),
         }
 
 
@@ -288,15 +302,29 @@ CATALOGUE: dict[str, Knob] = {
 }
 
 
+def engine_knobs() -> dict[str, Knob]:
+    """Knobs of the other engines with a catalogue of their own (llama.cpp: ``advice.llamacpp``)."""
+    from pdcensus.advice.llamacpp import LLAMACPP_KNOBS
+
+    return {k.flag: k for k in LLAMACPP_KNOBS}
+
+
 def get_knob(flag: str) -> Knob:
-    """The catalogue entry for a flag (``--x`` or ``x``); UsageError lists the knobs."""
-    name = flag if flag.startswith("--") else "--" + flag
-    try:
+    """The entry for a flag (``--x``, ``x``, or another engine's short alias such as ``-b``).
+
+    radiance's runbook knobs first (:data:`CATALOGUE`), then other engines' (:func:`engine_knobs`);
+    UsageError lists them all.
+    """
+    name = flag if flag.startswith("-") else "--" + flag
+    if name in CATALOGUE:
         return CATALOGUE[name]
-    except KeyError:
-        raise UsageError(
-            f"no knob {flag!r} in the catalogue; choose one of: {', '.join(CATALOGUE)}"
-        ) from None
+    others = engine_knobs()
+    found = others.get(name) or next((k for k in others.values() if name in k.aliases), None)
+    if found is not None:
+        return found
+    raise UsageError(
+        f"no knob {flag!r} in the catalogue; choose one of: {', '.join([*CATALOGUE, *others])}"
+    )
 
 
 def knobs_acting_on(mechanism: ActsOn) -> list[Knob]:

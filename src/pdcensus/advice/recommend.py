@@ -292,6 +292,10 @@ def recommend(report: CensusReport, flags: Mapping[str, str] | None = None, boot
     flags = dict(flags or {})
     boot = boot or BootLedger()
     found = set(report.verdict.mechanisms) | {report.verdict.mechanism}
+    if report.profile == "llamacpp":  # llama.cpp's own knobs (pdcensus.advice.llamacpp)
+        from pdcensus.advice.llamacpp import recommend_batch
+
+        return (recommend_batch(report, flags, target_decode_share),) if Mechanism.STEP_TIME_SHARING in found else ()
     out: list[Recommendation] = []
     if Mechanism.STEP_TIME_SHARING in found:
         out.append(recommend_interleave(report.ledger, report.buckets, flags, target_decode_share, report.profile,

@@ -93,12 +93,13 @@ def bucket_pair(before: ShapeSignals, after: ShapeSignals) -> BucketPair:
     return BucketPair(tables[0], tables[2], tables[1], tables[3])
 
 
-def check_argv(argv: Argv | None, flag: str, value: str | None) -> ArmStep:
+def check_argv(argv: Argv | None, flag: str, value: str | None, aliases: tuple[str, ...] = ()) -> ArmStep:
     if argv is None:
         return ArmStep("argv", StepStatus.UNKNOWN,
                        "no argv given (--cmdline PATH or --pid PID): a deploy is not evidence the flag reached "
                        "the process")
-    flags = argv.flags()
+    flags = argv.flags(short=bool(aliases))
+    flag = next((f for f in (flag, *aliases) if f in flags), flag)  # e.g. llama.cpp's -b for --batch-size
     if flag not in flags:
         return ArmStep("argv", StepStatus.FAILED,
                        f"{flag} is not in argv ({argv.origin}): the serve script did not pass it; argv: {argv.text()}")
@@ -259,7 +260,7 @@ def verify_arm(before: Recording, after: Recording, flag: str, value: str | None
     knob = get_knob(flag)
     before_flags = before_flags or {}
     w_before, w_after = read_window(before, instance), read_window(after, instance)
-    steps = [check_argv(argv, knob.flag, value), check_counter(knob, value, w_before, w_after)]
+    steps = [check_argv(argv, knob.flag, value, knob.aliases), check_counter(knob, value, w_before, w_after)]
     pair = compare_buckets(knob, bucket_pair(w_before.signals, w_after.signals))
     steps.append(pair)
     predicted: dict[str, float] = {}

@@ -20,6 +20,8 @@ has the source lines): on a vLLM shape the prefill signal is that module's recon
 computed tokens (``prompt_tokens_by_source_total{source="local_compute"}`` where exported)
 spread back over the time they took; ``prefill_basis`` says which basis was used and
 ``prefill_progress`` what it rests on and what it cannot see.
+llama.cpp's server counts generated tokens at request end and prompt work at call end:
+``pdcensus.series.llamacpp`` gives its decode rows, spread prompt work, decoders and ledger.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pdcensus.census.counters import summed_gauge, summed_increase
 from pdcensus.census.prefill_progress import PrefillBasis, PrefillProgress, reconstruct
 from pdcensus.census.usable import LeftOut, bounded_rate
 from pdcensus.series.engine_ledger import ledger_increases, term_increases
+from pdcensus.series.llamacpp import census_overrides as llamacpp_overrides
 from pdcensus.series.model import Endpoint
 from pdcensus.series.profiles import (
     COUNTER_SIGNALS,
@@ -158,6 +161,12 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
             increases[sig] = term_inc
             prompt_term |= sig is Signal.PROMPT_TOKENS
 
+    if profile.engine == "llamacpp":  # counts at request end: read as it counts (series.llamacpp)
+        read = llamacpp_overrides(endpoint, rows, dt)
+        if read is not None:
+            increases.update(read[0])
+            gauges.update(read[1])
+
     if not all(sig in increases for sig in LEDGER_SIGNALS):
         # Engines whose ledger is derived from other names (TGI, SGLang, ...): see engine_ledger.
         for sig, inc in ledger_increases(endpoint, rows, profile).items():
@@ -201,6 +210,8 @@ def _counter_basis(profile: Profile, prompt_term: bool) -> PrefillBasis:
     """When an engine's prompt counter moves (see pdcensus.series.profiles for the sources)."""
     if profile.engine == "tgi":  # tgi_request_input_length is observed at validation
         return PrefillBasis.ARRIVAL_COUNTER
+    if profile.engine == "llamacpp":  # per call, at its end; spread back by prompt_seconds_total (series.llamacpp)
+        return PrefillBasis.SPREAD_BACK
     if profile.engine == "sglang" and not prompt_term:  # prompt_tokens_total moves when a request finishes
         return PrefillBasis.REQUEST_END_COUNTER
     return PrefillBasis.COUNTER_AS_COMPUTED

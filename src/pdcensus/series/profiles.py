@@ -25,11 +25,16 @@ Engine names were checked against each engine's own source (repository + path):
   ``tgi_batch_forward_duration{method=prefill|decode}``, ``tgi_batch_decode_duration``,
   ``tgi_batch_inference_duration`` per call, ``tgi_batch_current_size``; ``tgi_queue_size`` and
   the request histograms come from the router. TGI has no TTFT histogram and no preemption.
-- llama.cpp server: ``ggml-org/llama.cpp`` ``tools/server/server.cpp`` (the ``/metrics``
-  handler, behind ``--metrics``): ``llamacpp:prompt_tokens_total``, ``prompt_seconds_total``,
-  ``tokens_predicted_total``, ``tokens_predicted_seconds_total``, ``n_decode_total`` (one per
-  ``llama_decode()`` call, i.e. per step), ``requests_processing``, ``requests_deferred``,
-  ``kv_cache_usage_ratio``.
+- llama.cpp server: ``ggml-org/llama.cpp`` tag b11434, ``tools/server/server-task.cpp``
+  (``server_task_result_metrics::to_metrics``, behind ``--metrics``) and
+  ``tools/server/server-context.cpp`` (where each moves): ``n_decode_total`` (one per
+  ``llama_decode()`` call of the server loop, as it happens), ``n_busy_slots_per_decode`` (a
+  gauge: cumulative busy slots / calls), ``prompt_tokens_total`` and ``prompt_seconds_total``
+  (flushed per call that has an output: per chunk call while decoders run; the seconds are the
+  chunk calls' wall time, server-wide), ``tokens_predicted_total`` and
+  ``tokens_predicted_seconds_total`` (added when a request *ends*: never a decode rate),
+  ``requests_processing`` (non-idle slots), ``requests_deferred``. The census reads them through
+  ``pdcensus.series.llamacpp`` (decode rows, spread prompt work, decoders per call, ledger).
 
 :data:`LEDGER_SPECS` says, per engine, how the step ledger's four counters are derived from
 that engine's names (``pdcensus.series.engine_ledger`` does the arithmetic). :data:`RATE_TERMS`
@@ -240,7 +245,8 @@ PROFILES: dict[str, Profile] = {
         Profile(
             "llamacpp",
             "llamacpp",
-            "llama.cpp server (llamacpp: prefix, --metrics): step count only, no step time",
+            "llama.cpp server (llamacpp: prefix, --metrics): decode rows and chunk time derived per "
+            "interval from n_decode_total, n_busy_slots_per_decode and prompt_seconds_total",
             {
                 Signal.RUNNING: "llamacpp:requests_processing",
                 Signal.WAITING: "llamacpp:requests_deferred",
@@ -447,16 +453,22 @@ LEDGER_SPECS: dict[str, LedgerSpec] = {
         ),
         LedgerSpec(
             "llamacpp",
-            "ggml-org/llama.cpp tools/server/server.cpp (/metrics handler)",
+            "ggml-org/llama.cpp b11434 tools/server/server-context.cpp (metrics_post_decode)",
             {LedgerQuantity.STEPS: _one("llamacpp:n_decode_total")},
             missing={
                 LedgerQuantity.DECODE_STEPS: "llama.cpp counts llama_decode() calls but not the "
-                "calls that carried no prompt token",
-                LedgerQuantity.STEP_SECONDS: "llama.cpp's prompt_seconds_total and "
-                "tokens_predicted_seconds_total are per-slot times that overlap across slots, "
-                "not step time",
-                LedgerQuantity.DECODE_STEP_SECONDS: "llama.cpp has no decode-only step time",
+                "calls that carried a prompt; the census derives them per interval from "
+                "n_busy_slots_per_decode (pdcensus.series.llamacpp)",
+                LedgerQuantity.STEP_SECONDS: "llama.cpp exports no step time; the census reads "
+                "prompt_seconds_total (the chunk calls' wall time) and the interval's busy wall time "
+                "(pdcensus.series.llamacpp)",
+                LedgerQuantity.DECODE_STEP_SECONDS: "llama.cpp has no decode-only step time; the census "
+                "takes the busy interval less the chunk calls' time (pdcensus.series.llamacpp)",
             },
+            notes=(
+                "tokens_predicted_total and tokens_predicted_seconds_total move only when a request "
+                "ends: never a decode rate",
+            ),
         ),
         *(
             LedgerSpec(
@@ -482,10 +494,14 @@ def ledger_spec(profile: Profile) -> LedgerSpec:
 
 def census_sample_names() -> set[str]:
     """Every sample name some profile reads, plus ``up``: all a census ever pulls from a server."""
-    names = {"up"}
+    names = {"up"} | set(EXTRA_SAMPLE_NAMES)
     for profile in PROFILES.values():
         names |= profile.sample_names()
     return names
+
+
+# Names a profile's derivation reads beside its signals (llama.cpp: pdcensus.series.llamacpp).
+EXTRA_SAMPLE_NAMES = ("llamacpp:n_busy_slots_per_decode", "llamacpp:prompt_seconds_total")
 
 
 # --- Prompter token counters: read instead of the profile's own where present -----------

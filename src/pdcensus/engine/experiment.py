@@ -1,0 +1,134 @@
+"""The live experiment: llama.cpp's server under a known load, a real Prometheus, the census, the truth.
+
+One call, :func:`run_experiment`, does what a user would do by hand and keeps every file:
+
+1. start ``llama-server`` with the model on 127.0.0.1 (its flags from ``server_args``);
+2. start Debian's ``prometheus`` on 127.0.0.1 scraping its ``/metrics`` every ``scrape_interval``
+   under ``job="llamacpp"``, and wait for the first good scrape;
+3. size the long prompts with the server's tokenizer, then run the load (:mod:`.streams`):
+   decoding streams all the time, long prompts in the scheduled phases;
+4. wait two more scrapes, run the census through the Prometheus HTTP API (the same call as
+   ``pdcensus census --prometheus URL --selector '{job="llamacpp"}'``) and measure the client
+   truth (:mod:`.truth`) over the same window;
+5. stop Prometheus and the server, each by its own pid.
+
+Files in ``out``: ``server_args.json`` and ``cmdline`` (the server's argv, NUL-separated as in
+``/proc/PID/cmdline``, read from there while it ran), ``plan.json``, ``requests.jsonl`` (client
+records with per-token times), ``truth.json``, ``metrics.om`` (the window as Prometheus stored
+it), ``census.json``, ``report.md``, ``llama-server.log`` and ``prometheus/``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from pdcensus.census.model import CensusReport
+from pdcensus.engine.llama_server import LlamaServer
+from pdcensus.engine.locate import Engine, locate_engine
+from pdcensus.engine.streams import LoadPlan, records_to_jsonl, run_load, sized_prompts
+from pdcensus.engine.truth import Truth, measure_truth
+from pdcensus.errors import SourceUnreachableError
+from pdcensus.sources.prometheus_local import LocalPrometheus
+
+JOB = "llamacpp"
+SELECTOR = '{job="llamacpp"}'
+# The configuration the issue describes a new user trying: 4 slots, 32k context, the defaults'
+# -b 2048 / -ub 512, two threads, metrics on.
+DEFAULT_SERVER_ARGS = ("-np", "4", "-c", "32768", "-b", "2048", "-ub", "512", "-t", "2")
+FIRST_SCRAPE_TIMEOUT_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class ExperimentResult:
+    """What one run measured and where its files are."""
+
+    out: Path
+    server_argv: tuple[str, ...]
+    prometheus_url: str
+    start: float
+    end: float
+    truth: Truth
+    report: CensusReport
+
+
+def _wait_first_scrape(prometheus: str, timeout_seconds: float = FIRST_SCRAPE_TIMEOUT_SECONDS) -> None:
+    deadline = time.monotonic() + timeout_seconds
+    while time.monotonic() < deadline:
+        answer = httpx.get(f"{prometheus}/api/v1/query", params={"query": f'up{{job="{JOB}"}}'}, timeout=5).json()
+        result = answer.get("data", {}).get("result", [])
+        if result and result[0]["value"][1] == "1":
+            return
+        time.sleep(0.5)
+    raise SourceUnreachableError(f"prometheus at {prometheus} never scraped llama-server")
+
+
+def _proc_cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+def _write_census(out: Path, reports: Sequence[CensusReport], prometheus: str, start: float, end: float) -> None:
+    from pdcensus.census.model import reports_to_dict
+    from pdcensus.report.markdown import write_markdown
+    from pdcensus.series.profiles import census_sample_names
+    from pdcensus.sources.openmetrics_writer import write_openmetrics
+    from pdcensus.sources.prometheus import fetch_recording
+
+    (out / "census.json").write_text(json.dumps(reports_to_dict(list(reports)), indent=2, allow_nan=True) + "\n")
+    write_markdown(list(reports), out / "report.md")
+    recording, _ = fetch_recording(prometheus, selector=SELECTOR, start=start, end=end, names=census_sample_names())
+    write_openmetrics(recording, out / "metrics.om")
+
+
+def run_experiment(out: Path, plan: LoadPlan, *, server_args: Sequence[str] = DEFAULT_SERVER_ARGS,
+                   scrape_interval: str = "1s", engine: Engine | None = None,
+                   on_running: Callable[[LlamaServer], None] | None = None) -> ExperimentResult:
+    """Run the load against a fresh server and census it through a fresh Prometheus (see module doc).
+
+    ``on_running`` is called with the live server after the load (e.g. to read its argv with
+    ``pdcensus verify-arm --pid``) before it is stopped.
+    """
+    from pdcensus.api import census_prometheus
+
+    out.mkdir(parents=True, exist_ok=True)
+    engine = engine or locate_engine()
+    (out / "plan.json").write_text(json.dumps(plan.to_dict(), indent=2) + "\n")
+    (out / "server_args.json").write_text(json.dumps(list(server_args)) + "\n")
+    prompt_count = max(1, int(sum(b - a for a, b in plan.phases) / 2) + 2)
+    with LlamaServer(engine, server_args, out / "llama-server.log") as server:
+        (out / "cmdline").write_bytes(_proc_cmdline(server.pid) or "\0".join(server.argv).encode())
+        prompts = asyncio.run(sized_prompts(server.url, prompt_count, plan.prompt_tokens, plan.seed))
+        target = server.url.removeprefix("http://")
+        with LocalPrometheus.scraping([target], out / "prometheus", job=JOB, scrape_interval=scrape_interval) as prom:
+            _wait_first_scrape(prom.url)
+            t0, records = asyncio.run(run_load(server.url, plan, prompts))
+            end = t0 + plan.duration_seconds
+            time.sleep(max(0.0, end + 2.5 * _seconds(scrape_interval) - time.time()))
+            (out / "requests.jsonl").write_text(records_to_jsonl(records))
+            truth = measure_truth(records, t0, end)
+            (out / "truth.json").write_text(json.dumps(truth.to_dict(), indent=2, allow_nan=True) + "\n")
+            reports = census_prometheus(prom.url, selector=SELECTOR, start=t0, end=end)
+            _write_census(out, reports, prom.url, t0, end)
+            if on_running is not None:
+                on_running(server)
+        argv = tuple(server.argv)
+    return ExperimentResult(out, argv, prom.url, t0, end, truth, reports[0])
+
+
+def _seconds(duration: str) -> float:
+    """``1s`` / ``500ms`` / ``2`` -> seconds (the scrape intervals this module writes)."""
+    text = duration.strip()
+    if text.endswith("ms"):
+        return float(text[:-2]) / 1000.0
+    value = float(text.rstrip("s"))
+    return value if math.isfinite(value) else 1.0

@@ -1,0 +1,82 @@
+"""A real engine in the loop: llama.cpp's server on this machine's CPU, censused through a real Prometheus.
+
+``run_experiment`` starts ``llama-server`` (the ``engine`` extra: llama.cpp b11434 and Gemma 3
+270M) on 127.0.0.1 with ``-np 4 -c 32768 -b 2048 -ub 512 -t 2 --metrics``, Debian's Prometheus
+scraping it every second, three decoding streams all the time and 2,800-token prompts in two
+phases, 80 s in all. The census runs through the Prometheus HTTP API; the truth comes from the
+client's own per-token timestamps. Both processes are stopped by their pids when the run ends.
+
+The census must agree with the client: step-time sharing found, the idle per-stream rate and the
+decoders' time lost to prompts close to what the client measured, the decode rows it counts close
+to the tokens the client received, and no impossible number (a lag-0 effect above 1, a negative
+or >100 % share). The test skips only where the extra or Prometheus is not installed.
+"""
+
+from __future__ import annotations
+
+import math
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pdcensus.census.model import Mechanism
+from pdcensus.engine.experiment import ExperimentResult
+
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def live_run(tmp_path_factory: pytest.TempPathFactory) -> ExperimentResult:
+    from pdcensus.engine.experiment import run_experiment
+    from pdcensus.engine.locate import EngineMissingError, locate_engine
+    from pdcensus.engine.streams import LoadPlan
+
+    if shutil.which("prometheus") is None:
+        pytest.skip("prometheus is not installed (Debian package 'prometheus')")
+    try:
+        engine = locate_engine(tmp_path_factory.mktemp("model"))
+    except EngineMissingError as exc:
+        pytest.skip(f"the engine extra is not installed: {exc}")
+    plan = LoadPlan(decoders=3, max_tokens=200, prompt_tokens=2800, phases=((12.0, 36.0), (50.0, 74.0)),
+                    duration_seconds=80.0)
+    return run_experiment(Path(tmp_path_factory.mktemp("llamacpp-live")), plan, engine=engine)
+
+
+def test_the_client_saw_decode_collapse_while_prompts_processed(live_run: ExperimentResult) -> None:
+    truth = live_run.truth
+    assert truth.prompts >= 2 and truth.errors == 0
+    assert truth.ratio < 0.5, truth
+
+
+def test_census_through_prometheus_names_step_time_sharing_on_the_real_engine(live_run: ExperimentResult) -> None:
+    report = live_run.report
+    assert report.profile == "llamacpp"
+    assert report.verdict.mechanism is Mechanism.STEP_TIME_SHARING, [e.text for e in report.verdict.evidence]
+
+
+def test_census_numbers_are_possible_and_agree_with_the_client(live_run: ExperimentResult) -> None:
+    report, truth = live_run.report, live_run.truth
+    lag0 = next(e.value for e in report.verdict.evidence if e.rule == "lag0-effect")
+    assert lag0 is not None and 0.0 <= lag0 <= 1.0
+    sharing = report.losses.step_time_sharing
+    assert 0.0 <= sharing <= 1.0
+    idle = report.buckets.rows[0].per_stream_tokens_per_second
+    assert idle == pytest.approx(truth.outside.per_stream_tokens_per_second, rel=0.25)
+    assert sharing == pytest.approx(truth.decode_time_lost_share, abs=0.1)
+    # the ledger: decode-only steps tens of ms, chunk steps far longer (the call a decoder waits out)
+    ledger = report.ledger
+    assert ledger.available and ledger.decode_step_seconds < 0.5
+    assert ledger.chunk_step_seconds > 3 * ledger.decode_step_seconds
+
+
+def test_decode_rows_the_census_counts_match_the_tokens_the_client_received(live_run: ExperimentResult) -> None:
+    timeline = live_run.report.timeline
+    times = np.asarray(timeline.times)
+    decode = np.asarray(timeline.decode_tokens_per_second)
+    dt = np.diff(times)
+    counted = float(np.nansum(decode[1:] * dt))
+    received = live_run.truth.during.tokens + live_run.truth.outside.tokens
+    assert math.isfinite(counted) and received > 0
+    assert counted == pytest.approx(received, rel=0.15)
