@@ -39,7 +39,7 @@ def live_run(tmp_path_factory: pytest.TempPathFactory) -> ExperimentResult:
         engine = locate_engine(tmp_path_factory.mktemp("model"))
     except EngineMissingError as exc:
         pytest.skip(f"the engine extra is not installed: {exc}")
-    plan = LoadPlan(decoders=3, max_tokens=200, prompt_tokens=2800, phases=((12.0, 36.0), (50.0, 74.0)),
+    plan = LoadPlan(decoders=3, max_tokens=200, prompt_tokens=2800, phases=((10.0, 30.0), (42.0, 62.0)),
                     duration_seconds=80.0)
     return run_experiment(Path(tmp_path_factory.mktemp("llamacpp-live")), plan, engine=engine)
 
@@ -80,3 +80,15 @@ def test_decode_rows_the_census_counts_match_the_tokens_the_client_received(live
     received = live_run.truth.during.tokens + live_run.truth.outside.tokens
     assert math.isfinite(counted) and received > 0
     assert counted == pytest.approx(received, rel=0.15)
+
+
+def test_the_advice_is_llama_cpps_batch_size_with_a_prediction_from_this_run(live_run: ExperimentResult) -> None:
+    from pdcensus.advice.recommend import recommend
+
+    (advice,) = recommend(live_run.report, {"-b": "2048", "-ub": "512"})
+    assert advice.knob == "-b" and advice.value.isdigit() and int(advice.value) < 2048
+    predicted = advice.predicted
+    # the wait beside a prompt now is a full -b call: its prediction is the client's rate in the windows, give or take
+    now = predicted["per_stream_tokens_per_second_beside_prompt_now"]
+    assert 0 < now < predicted["idle_per_stream_tokens_per_second"]
+    assert predicted["per_stream_tokens_per_second_beside_prompt"] > now

@@ -7,7 +7,8 @@ One call, :func:`run_experiment`, does what a user would do by hand and keeps ev
    under ``job="llamacpp"``, and wait for the first good scrape;
 3. size the long prompts with the server's tokenizer, then run the load (:mod:`.streams`):
    decoding streams all the time, long prompts in the scheduled phases;
-4. wait two more scrapes, run the census through the Prometheus HTTP API (the same call as
+4. wait two more scrapes, run the census through the Prometheus HTTP API, over the window from
+   the moment every decoding stream had its first token to the load's end (the same call as
    ``pdcensus census --prometheus URL --selector '{job="llamacpp"}'``) and measure the client
    truth (:mod:`.truth`) over the same window;
 5. stop Prometheus and the server, each by its own pid.
@@ -33,7 +34,7 @@ import httpx
 from pdcensus.census.model import CensusReport
 from pdcensus.engine.llama_server import LlamaServer
 from pdcensus.engine.locate import Engine, locate_engine
-from pdcensus.engine.streams import LoadPlan, records_to_jsonl, run_load, sized_prompts
+from pdcensus.engine.streams import LoadPlan, RequestRecord, records_to_jsonl, run_load, sized_prompts
 from pdcensus.engine.truth import Truth, measure_truth
 from pdcensus.errors import SourceUnreachableError
 from pdcensus.sources.prometheus_local import LocalPrometheus
@@ -112,17 +113,26 @@ def run_experiment(out: Path, plan: LoadPlan, *, server_args: Sequence[str] = DE
         with LocalPrometheus.scraping([target], out / "prometheus", job=JOB, scrape_interval=scrape_interval) as prom:
             _wait_first_scrape(prom.url)
             t0, records = asyncio.run(run_load(server.url, plan, prompts))
-            end = t0 + plan.duration_seconds
+            start, end = window_start(records, t0), t0 + plan.duration_seconds
             time.sleep(max(0.0, end + 2.5 * _seconds(scrape_interval) - time.time()))
             (out / "requests.jsonl").write_text(records_to_jsonl(records))
-            truth = measure_truth(records, t0, end)
+            truth = measure_truth(records, start, end)
             (out / "truth.json").write_text(json.dumps(truth.to_dict(), indent=2, allow_nan=True) + "\n")
-            reports = census_prometheus(prom.url, selector=SELECTOR, start=t0, end=end)
-            _write_census(out, reports, prom.url, t0, end)
+            reports = census_prometheus(prom.url, selector=SELECTOR, start=start, end=end)
+            _write_census(out, reports, prom.url, start, end)
             if on_running is not None:
                 on_running(server)
         argv = tuple(server.argv)
-    return ExperimentResult(out, argv, prom.url, t0, end, truth, reports[0])
+    return ExperimentResult(out, argv, prom.url, start, end, truth, reports[0])
+
+
+def window_start(records: Sequence[RequestRecord], t0: float) -> float:
+    """When every decoding stream had its first token: the census and the truth start there."""
+    firsts: dict[int, float] = {}
+    for r in records:
+        if r.kind == "decode" and r.token_times:
+            firsts[r.stream] = min(firsts.get(r.stream, math.inf), r.token_times[0])
+    return max(firsts.values()) if firsts else t0
 
 
 def _seconds(duration: str) -> float:
