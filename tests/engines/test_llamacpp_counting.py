@@ -184,3 +184,18 @@ def test_reading_tokens_predicted_as_the_decode_rate_would_invert_the_collapse()
     # it moves in a minority of scrapes, by whole requests, while decoders decode in nearly all
     assert moved.mean() < 0.5
     assert set(np.diff(values)[moved].tolist()) <= {200.0, 400.0, 600.0}
+
+
+def test_a_chunk_call_still_running_at_the_windows_end_reads_as_prompt_work_not_idle() -> None:
+    # the second prompt starts at 100 s; its first call (about 5 s) has not returned at 103 s
+    recording, _ = server_trace(seconds=103.0, prompt_starts=(30.0, 100.0))
+    ep = recording.endpoint()
+    rows = np.arange(ep.n_scrapes)
+    dt = np.concatenate([[np.nan], np.diff(ep.timestamps)])
+    iv = derive_intervals(ep, rows, dt)
+    assert iv is not None
+    tail = ep.timestamps - T0 > 101.0
+    assert tail.sum() >= 1
+    assert (iv.decode_rows[tail] == 0).all()
+    assert (iv.prompt_tokens[tail] > 100).all()  # at the window's own chunk rate, about 400 tok/s
+    assert (iv.decoders[tail] == 3).all()

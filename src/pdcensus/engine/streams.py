@@ -13,7 +13,8 @@ where a user feels it:
   ``max_tokens=1``: its first token marks the end of its prompt processing (its TTFT).
 
 A phase is ``(start_offset_seconds, end_offset_seconds)`` from the load's start; a prompt is
-only sent while its phase is open, and the load ends at ``duration_seconds``.
+only sent while its phase is open, and the load ends at ``duration_seconds``: requests still
+streaming a second later are cut (their records keep the tokens they got).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import Any
 
 import httpx
 
+END_GRACE_SECONDS = 1.0  # past the load's end, requests still streaming are cut
 # A vocabulary of short English words: about 1.2 Gemma tokens each.
 _WORDS = ("river stone cloud garden window silver morning paper engine little orange winter "
           "harbor candle forest yellow pocket bridge summer letter market quiet gentle copper "
@@ -149,7 +151,11 @@ async def run_load(url: str, plan: LoadPlan,
         stop_at = t0 + plan.duration_seconds
         tasks = [asyncio.create_task(_decoder(client, url, i, plan, stop_at, records)) for i in range(plan.decoders)]
         tasks.append(asyncio.create_task(_prompter(client, url, prompts, plan, t0, records)))
-        await asyncio.gather(*tasks)
+        # at the end, requests still streaming are cut (the server stops them when the client leaves)
+        _, pending = await asyncio.wait(tasks, timeout=max(0.0, stop_at + END_GRACE_SECONDS - time.time()))
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
     return t0, records
 
 

@@ -227,14 +227,13 @@ def derive_intervals(endpoint: Endpoint, rows: np.ndarray, interval_seconds: np.
         per_call = np.where(np.nan_to_num(calls) > 0, rows_decode / np.where(calls > 0, calls, 1.0), np.nan)
     decoders = np.where(np.isfinite(per_call), per_call, np.clip(gauge - prompting, 0.0, None))
     rows_decode = np.where(np.isfinite(calls), rows_decode, np.nan)
-    in_flight, unknown = stalls(calls, spread_s, gauge, per_call)
+    in_flight = prompt_in_flight(calls, spread_s, gauge, per_call)
     # a call still running at the window's end: a prompting slot is busy beside the decoders and no
     # call returned, so the prompt runs at the window's own chunk rate and decoders get nothing
     chunk_rate = _chunk_rate(prompt, chunk_s)
-    prompt_spread = np.where(in_flight, chunk_rate * dt, np.where(unknown, np.nan, prompt_spread))
-    spread_s = np.where(in_flight, dt, np.where(unknown, np.nan, spread_s))
-    rows_decode = np.where(unknown, np.nan, rows_decode)
-    decoders = np.where(in_flight, np.clip(gauge - 1.0, 0.0, None), np.where(unknown, np.nan, decoders))
+    prompt_spread = np.where(in_flight, chunk_rate * dt, prompt_spread)
+    spread_s = np.where(in_flight, dt, spread_s)
+    decoders = np.where(in_flight, np.clip(gauge - 1.0, 0.0, None), decoders)
     both = np.zeros(rows.size, dtype=bool)
     both[1:] = (np.nan_to_num(gauge[1:]) > 0) & (np.nan_to_num(gauge[:-1]) > 0)
     return LlamacppIntervals(calls, slot_calls, k, rows_decode, decoders, prompt_spread, spread_s, both, call_s)
@@ -247,13 +246,14 @@ def _chunk_rate(prompt: np.ndarray, chunk_seconds: np.ndarray) -> float:
     return float(prompt[ok].sum()) / seconds if seconds > 0 else math.nan
 
 
-def stalls(calls: np.ndarray, spread_seconds: np.ndarray, gauge: np.ndarray,
-           per_call: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``(in_flight, unknown)``: busy intervals with no returned call that no chunk's time covers.
+def prompt_in_flight(calls: np.ndarray, spread_seconds: np.ndarray, gauge: np.ndarray,
+                     per_call: np.ndarray) -> np.ndarray:
+    """Busy intervals with no returned call, no chunk time and a prompting slot: a chunk call in flight.
 
     A call that has not returned by the window's end moved no counter. Where the busy slots then
-    outnumber the decoders of the last intervals that had calls, the extra slot is a prompt in that
-    call (``in_flight``); otherwise nothing says what held the loop (``unknown``: left out).
+    outnumber the decoders of the last interval that had calls, the extra slot is a prompt in that
+    call. Otherwise the call in flight is a decode-only one slower than the interval (a starved
+    CPU): its decoders get no token in the interval, which is what they see, and it stays so.
     """
     no_call = np.isfinite(calls) & (calls == 0) & (np.nan_to_num(spread_seconds) <= 0) & (np.nan_to_num(gauge) > 0)
     in_flight = np.zeros(calls.shape, dtype=bool)
@@ -263,7 +263,7 @@ def stalls(calls: np.ndarray, spread_seconds: np.ndarray, gauge: np.ndarray,
             last = per_call[i]
         elif no_call[i] and math.isfinite(last) and gauge[i] > last + 0.5:
             in_flight[i] = True
-    return in_flight, no_call & ~in_flight
+    return in_flight
 
 
 def ledger_increases(iv: LlamacppIntervals, interval_seconds: np.ndarray) -> dict[str, np.ndarray]:
