@@ -46,7 +46,7 @@ def live_run(tmp_path_factory: pytest.TempPathFactory) -> ExperimentResult:
 
 def test_the_client_saw_decode_collapse_while_prompts_processed(live_run: ExperimentResult) -> None:
     truth = live_run.truth
-    assert truth.prompts >= 2 and truth.errors == 0
+    assert truth.prompts >= 1 and truth.errors == 0
     assert truth.ratio < 0.5, truth
 
 

@@ -20,8 +20,8 @@ The prediction (:func:`batch_point`): prompt throughput inside a call ``R`` (tok
 decode-only step ``d`` and ``G`` decoders; a call carrying a full chunk takes
 ``t(N) = d + (N - G) / R``, so a decoder beside a prompt gets ``1 / t(N)`` tokens/s, and a
 prompt of ``P`` tokens takes ``P / R + ceil(P / (N - G)) d``: its TTFT stretch per prompt token is
-``(1/R + d/(N - G)) / (1/R + d/(N_now - G))``. ``R`` is the census's top prefill rate (an interval
-a chunk call covered whole shows it), ``d`` the ledger's decode-only step.
+``(1/R + d/(N - G)) / (1/R + d/(N_now - G))``. ``R`` is the prefill rate of the intervals a chunk
+call covered whole (:func:`prompt_rate`), ``d`` the ledger's decode-only step.
 """
 
 from __future__ import annotations
@@ -100,17 +100,26 @@ def batch_point(batch: int, now: int, decoders: float, prompt_rate: float, decod
             "prompt_ttft_stretch": per_token / per_token_now}
 
 
+def prompt_rate(report: CensusReport) -> float:
+    """Prompt tokens per second inside a chunk call: the median prefill rate of the intervals a chunk
+    call covered (nearly) whole (the ledger's chunk time share >= 0.9), scaled by that share."""
+    tl, ledger_tl = report.timeline, report.ledger.timeline
+    if tl is None or ledger_tl is None or len(ledger_tl.chunk_time_share) != len(tl.prefill_tokens_per_second):
+        return math.nan
+    share = np.asarray(ledger_tl.chunk_time_share, dtype=float)
+    prefill = np.asarray(tl.prefill_tokens_per_second, dtype=float)
+    covered = np.isfinite(share) & (share >= 0.9) & np.isfinite(prefill) & (prefill > 0)
+    return float(np.median(prefill[covered] / share[covered])) if covered.any() else math.nan
+
+
 def _inputs(report: CensusReport) -> tuple[float, float, float, float]:
     """(decoders, prompt rate, decode-only step, idle per-stream rate); NaN where missing."""
     tl = report.timeline
-    prefill = np.asarray(tl.prefill_tokens_per_second if tl else (), dtype=float)
     running = np.asarray(tl.running if tl else (), dtype=float)
-    prefill = prefill[np.isfinite(prefill) & (prefill > 0)]
     running = running[np.isfinite(running) & (running > 0)]
-    rate = float(np.quantile(prefill, 0.95)) if prefill.size else math.nan
     decoders = float(np.median(running)) if running.size else math.nan
     idle = report.buckets.rows[0].per_stream_tokens_per_second if report.buckets and report.buckets.rows else math.nan
-    return decoders, rate, report.ledger.decode_step_seconds, idle
+    return decoders, prompt_rate(report), report.ledger.decode_step_seconds, idle
 
 
 def recommend_batch(report: CensusReport, flags: Mapping[str, str], target_share: float) -> Recommendation:
