@@ -154,6 +154,11 @@ def recommend_batch(report: CensusReport, flags: Mapping[str, str], target_share
              "generating slot samples only after the whole call; on a CPU a smaller -ub slows the prompt",
              "rollback: restart with the previous argv, or the env line where the serve script does not pass -b "
              "(a flag given on the command line wins over LLAMA_ARG_BATCH)"]
+    ubatch = _int(flag_value(flags, LLAMACPP_KNOBS[1]), DEFAULT_UBATCH)
+    if n < ubatch:
+        notes.append(f"-b {n} also lowers the micro-batch (n_ubatch = min(-b, -ub) = {n}): on a CPU the prompt rate "
+                     "falls with it, which this prediction holds fixed, so the wait per call and the TTFT cost come out "
+                     "larger (measured in BENCHMARKS.md, llama.cpp section: 65, 37 and 16 tok/s at 512, 128 and 64)")
     if not reaching:
         notes.append(f"no -b down to {values[-1]} reaches {target_share:.0%} of the idle rate: the share tends "
                      f"to 1 / (decode-only step x idle) = {1 / (decode_step * idle):.0%}")
