@@ -11,7 +11,7 @@ The layers, lowest first (a module may import its own layer and the layers below
 * ``sources``: readers and writers of recordings, servers and side channels;
 * ``series``: PromQL, engine profiles, resampling, on top of the model;
 * ``census``, then ``advice``, then ``lint`` (it reads the advice's pinned schema), then ``report``;
-* ``api``, ``fleet``: the library's entry points;
+* ``api``, ``fleet``, ``engine`` (a real engine driven end to end): the library's entry points;
 * ``commands`` (``commands.base`` first), then ``cli`` and ``__main__``.
 
 The simulator (``sim``) stands beside: it may import ``series`` and below, and only the
@@ -35,7 +35,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("pdcensus.advice",),
     ("pdcensus.lint",),
     ("pdcensus.report",),
-    ("pdcensus.api", "pdcensus.fleet"),
+    ("pdcensus.api", "pdcensus.fleet", "pdcensus.engine"),
     ("pdcensus.commands.base",),
     ("pdcensus.commands",),
     ("pdcensus.cli", "pdcensus.__main__"),

@@ -302,10 +302,45 @@ CATALOGUE: dict[str, Knob] = {
 }
 
 
-def engine_knobs() -> dict[str, Knob]:
-    """Knobs of the other engines with a catalogue of their own (llama.cpp: ``advice.llamacpp``)."""
-    from pdcensus.advice.llamacpp import LLAMACPP_KNOBS
+# llama.cpp's own knobs (``common/arg.cpp`` at b11434; what they do: ``pdcensus.advice.llamacpp``).
+_LLAMACPP_BUCKET_PAIR = ("bucket the decode rows per interval / decoders by the prompt tokens per interval (both "
+                "derived from n_decode_total, n_busy_slots_per_decode and prompt_seconds_total), before and "
+                "after, with the SAME edges; the busy buckets' per-stream rate must rise")
 
+LLAMACPP_KNOBS = (
+    Knob(flag="--batch-size", argument="N", default="2048", role="the decoder dial (llama.cpp)",
+         acts_on=(ActsOn.STEP_TIME_SHARING,),
+         semantics="the most tokens one llama_decode call of the server loop carries: one per generating slot, "
+                   "then prompt tokens up to N; a generating slot waits for the whole call",
+         cost="a prompt needs more calls, each also carrying the decode rows: its TTFT grows by about one "
+              "decode-only step per extra call",
+         preconditions=("continuous batching on (-cb, the default), so prompts share calls with decoders",
+                        "n_ubatch is min(-b, -ub): a -b below -ub lowers the micro-batch too"),
+         interactions=("-ub/--ubatch-size splits the call but does not shorten the decoder's wait",),
+         counter="llamacpp:prompt_seconds_total / chunk calls (the mean chunk step)",
+         counter_check=CounterCheck.CHUNK_STEP_MOVES, bucket_pair=_LLAMACPP_BUCKET_PAIR,
+         engine="llamacpp", env="LLAMA_ARG_BATCH", aliases=("-b",)),
+    Knob(flag="--ubatch-size", argument="N", default="512", role="prompt speed (llama.cpp), "
+         "not decoder protection", acts_on=(ActsOn.PREFILL_SPEED,),
+         semantics="the micro-batch llama_decode splits a call into; sampling waits for the whole call",
+         cost="on a CPU a smaller micro-batch processes prompts more slowly, so each call, and the decoders' wait "
+              "beside it, gets longer",
+         preconditions=("at most -b",), interactions=("-b/--batch-size is what a decoder waits for",),
+         counter=None, counter_check=CounterCheck.CHUNK_STEP_MOVES, bucket_pair=_LLAMACPP_BUCKET_PAIR,
+         engine="llamacpp", env="LLAMA_ARG_UBATCH", aliases=("-ub",)),
+    Knob(flag="--parallel", argument="N", default="-1", role="slots (llama.cpp): admission, not sharing",
+         acts_on=(ActsOn.PREEMPTION_STALL,),
+         semantics="the server's slots; a request without a free slot is deferred (requests_deferred)",
+         cost="fewer concurrent streams; prompts queue instead of running beside decoders",
+         preconditions=("-c/--ctx-size is shared by the slots",), interactions=(),
+         counter="llamacpp:requests_processing", counter_check=CounterCheck.GAUGE_AT_MOST, bucket_pair=_LLAMACPP_BUCKET_PAIR,
+         engine="llamacpp", env="LLAMA_ARG_N_PARALLEL", aliases=("-np",)),
+)
+
+
+
+def engine_knobs() -> dict[str, Knob]:
+    """Knobs of the other engines with a catalogue of their own (llama.cpp)."""
     return {k.flag: k for k in LLAMACPP_KNOBS}
 
 

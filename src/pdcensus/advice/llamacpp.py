@@ -31,46 +31,12 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from pdcensus.advice.knobs import ActsOn, CounterCheck, Knob
+from pdcensus.advice.knobs import LLAMACPP_KNOBS, Knob
 from pdcensus.advice.model import Recommendation, VerificationPlan
 from pdcensus.census.model import CensusReport
 
-DEFAULT_BATCH = 2048
-DEFAULT_UBATCH = 512
 BATCH_VALUES = (2048, 1024, 512, 256, 128, 64)
-_BUCKET_PAIR = ("bucket the decode rows per interval / decoders by the prompt tokens per interval (both "
-                "derived from n_decode_total, n_busy_slots_per_decode and prompt_seconds_total), before and "
-                "after, with the SAME edges; the busy buckets' per-stream rate must rise")
-
-LLAMACPP_KNOBS = (
-    Knob(flag="--batch-size", argument="N", default=str(DEFAULT_BATCH), role="the decoder dial (llama.cpp)",
-         acts_on=(ActsOn.STEP_TIME_SHARING,),
-         semantics="the most tokens one llama_decode call of the server loop carries: one per generating slot, "
-                   "then prompt tokens up to N; a generating slot waits for the whole call",
-         cost="a prompt needs more calls, each also carrying the decode rows: its TTFT grows by about one "
-              "decode-only step per extra call",
-         preconditions=("continuous batching on (-cb, the default), so prompts share calls with decoders",
-                        "n_ubatch is min(-b, -ub): a -b below -ub lowers the micro-batch too"),
-         interactions=("-ub/--ubatch-size splits the call but does not shorten the decoder's wait",),
-         counter="llamacpp:prompt_seconds_total / chunk calls (the mean chunk step)",
-         counter_check=CounterCheck.CHUNK_STEP_MOVES, bucket_pair=_BUCKET_PAIR,
-         engine="llamacpp", env="LLAMA_ARG_BATCH", aliases=("-b",)),
-    Knob(flag="--ubatch-size", argument="N", default=str(DEFAULT_UBATCH), role="prompt speed (llama.cpp), "
-         "not decoder protection", acts_on=(ActsOn.PREFILL_SPEED,),
-         semantics="the micro-batch llama_decode splits a call into; sampling waits for the whole call",
-         cost="on a CPU a smaller micro-batch processes prompts more slowly, so each call, and the decoders' wait "
-              "beside it, gets longer",
-         preconditions=("at most -b",), interactions=("-b/--batch-size is what a decoder waits for",),
-         counter=None, counter_check=CounterCheck.CHUNK_STEP_MOVES, bucket_pair=_BUCKET_PAIR,
-         engine="llamacpp", env="LLAMA_ARG_UBATCH", aliases=("-ub",)),
-    Knob(flag="--parallel", argument="N", default="-1", role="slots (llama.cpp): admission, not sharing",
-         acts_on=(ActsOn.PREEMPTION_STALL,),
-         semantics="the server's slots; a request without a free slot is deferred (requests_deferred)",
-         cost="fewer concurrent streams; prompts queue instead of running beside decoders",
-         preconditions=("-c/--ctx-size is shared by the slots",), interactions=(),
-         counter="llamacpp:requests_processing", counter_check=CounterCheck.GAUGE_AT_MOST, bucket_pair=_BUCKET_PAIR,
-         engine="llamacpp", env="LLAMA_ARG_N_PARALLEL", aliases=("-np",)),
-)
+DEFAULT_BATCH, DEFAULT_UBATCH = (int(str(k.default)) for k in LLAMACPP_KNOBS[:2])
 
 
 def flag_value(flags: Mapping[str, str], knob: Knob) -> str | None:
