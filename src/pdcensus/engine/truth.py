@@ -1,7 +1,8 @@
 """The truth of a live run, from the client's own timestamps: what decoders got while prompts processed.
 
 A prompt *processes* from its request's start to its first token (its TTFT; the prompt session
-sends one at a time, ``max_tokens=1``). Those spans, merged, are the prompt windows. For the
+sends one at a time, ``max_tokens=1``), or to the window's end if the load was cut before its first
+token. Those spans, merged, are the prompt windows. For the
 decoding streams:
 
 - per-stream decode rate in and out of the windows: tokens that arrived in the span, over the
@@ -92,7 +93,9 @@ def _span(seconds: float, stream_seconds: float, tokens: int, gaps: np.ndarray) 
 def measure_truth(records: Sequence[RequestRecord], start: float, end: float) -> Truth:
     """The truth over ``[start, end]`` (the census window)."""
     prompts = [r for r in records if r.kind == "prompt" and r.token_times and not r.error]
-    windows = merge([(r.started, r.first_token) for r in prompts])
+    # a prompt still without its first token when the load was cut processed until the end
+    unanswered = [r for r in records if r.kind == "prompt" and not r.token_times and not r.error and r.started < end]
+    windows = merge([(r.started, r.first_token) for r in prompts] + [(r.started, end) for r in unanswered])
     windows = [(max(a, start), min(b, end)) for a, b in windows if b > start and a < end]
     window_seconds = overlap(start, end, windows)
     in_tokens = out_tokens = 0
