@@ -85,9 +85,10 @@ def _client_idle_per_stream(run: ExperimentResult) -> float:
     times = np.asarray(timeline.times)
     idle = assign_buckets(np.asarray(timeline.prefill_tokens_per_second)).idle
     running = np.asarray(timeline.running)
+    streams = json.loads((run.out / "plan.json").read_text())["decoders"]  # the client's own count
     tokens = np.sort([t for line in (run.out / "requests.jsonl").read_text().splitlines()
                       for r in [json.loads(line)] if r["kind"] == "decode" for t in r["token_times"][1:]])
-    rates = [np.count_nonzero((tokens > times[i - 1]) & (tokens <= times[i])) / (running[i] * (times[i] - times[i - 1]))
+    rates = [np.count_nonzero((tokens > times[i - 1]) & (tokens <= times[i])) / (streams * (times[i] - times[i - 1]))
              for i in range(1, times.size) if idle[i] and running[i] > 0]
     return float(np.mean(rates))
 
