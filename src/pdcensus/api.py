@@ -26,6 +26,7 @@ import polars as pl
 
 from pdcensus.census.model import CensusReport
 from pdcensus.census.run import CensusOptions, census_endpoint, census_recording
+from pdcensus.sources.client_records import load_client_records
 from pdcensus.errors import DataError
 from pdcensus.series.model import Recording
 
@@ -101,10 +102,17 @@ def census_all(
     evidence: str | Path | None = AUTO,
     target_decode_share: float | None = None,
     warnings: Sequence[str] = (),
+    client_records: str | Path | None = None,
 ) -> list[CensusReport]:
-    """One report per endpoint that carries engine metrics (or only ``instance``)."""
+    """One report per endpoint that carries engine metrics (or only ``instance``).
+
+    ``client_records``: a benchmark's per-request records (the InferenceX harness CSV, GuideLLM or
+    vLLM ``benchmark_serving`` JSON) for the report's "what users felt" by prefill bucket.
+    """
     rec = _recording(source)
-    reports = census_recording(rec, CensusOptions(instance=instance, start=start, end=end, segment=segment))
+    records = tuple(load_client_records(client_records)) if client_records is not None else ()
+    reports = census_recording(rec, CensusOptions(instance=instance, start=start, end=end, segment=segment,
+                                                  client_records=records))
     if warnings:
         reports = [replace(r, source_warnings=tuple(warnings)) for r in reports]
     return _advise(reports, source, evidence, target_decode_share, rec, start, end)

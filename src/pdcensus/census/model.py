@@ -14,6 +14,7 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 from typing import Any
 
+from pdcensus.census.client_felt import ClientFelt
 from pdcensus.census.verdict_model import (
     DoseResponse,
     Evidence,
@@ -275,6 +276,8 @@ class CensusReport:
     source_warnings: tuple[str, ...] = field(default=())
     # the runbook's steps in order: which ran on this engine's metrics, and why not the rest
     passes: tuple[PassRecord, ...] = field(default=())
+    # what users felt, from per-request client records when given (--client-records)
+    client_felt: ClientFelt | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of schema ``pdcensus/census/v2``."""
@@ -298,6 +301,7 @@ class CensusReport:
             "side_evidence": dict(self.side_evidence),
             "source_warnings": list(self.source_warnings),
             "passes": plain(self.passes),
+            "client_felt": plain(self.client_felt),
         }
 
 

@@ -23,6 +23,7 @@ from pdcensus.census.buckets import (
 )
 from pdcensus.census.guards import GuardReason, history_observed, shape_guards, verdict_limits
 from pdcensus.census.lag import TAIL_WINDOW_SECONDS, history, lag_test
+from pdcensus.census.client_felt import ClientFelt, client_felt
 from pdcensus.census.dose import dose_response, ledger_stall_ms_per_1k
 from pdcensus.census.ledger import LedgerExcess, step_ledger
 from pdcensus.census.measure import Measured, verdict_inputs
@@ -40,6 +41,7 @@ from pdcensus.census.verdict import VerdictInputs, decide
 from pdcensus.errors import DataError
 from pdcensus.series.model import Endpoint, Family, Recording
 from pdcensus.series.profiles import Detection, Signal, detect_profile
+from pdcensus.sources.client_records import ClientRequest
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,8 @@ class CensusOptions:
     end: float | None = None
     segment: int | None = None
     replicates: int = bootstrap.REPLICATES
+    # per-request client records (a benchmark's), read by the caller: "what users felt" by prefill bucket
+    client_records: tuple[ClientRequest, ...] = ()
 
 
 def census_recording(recording: Recording, options: CensusOptions = CensusOptions()) -> list[CensusReport]:
@@ -206,9 +210,19 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     verdict = replace(decide(inputs), dose_response=dose.result)
     losses = _losses(inputs, ploss.basis, inputs.has_ledger)
     ttft = ttft_summary(ttft_hist, a, det.profile.name)
+    felt = _client_felt(options.client_records, s, a.busy)
     passes = runbook_passes(det.profile, shape, ledger, table, lag, ttft, preemption, inputs)
     return CensusReport(source, endpoint.job, endpoint.instance, det.profile.name, det.reason, verdict, shape, ledger, table,
-                        client_table, lag, ttft, preemption, traps, losses, _timeline(s, running), passes=passes)
+                        client_table, lag, ttft, preemption, traps, losses, _timeline(s, running), passes=passes,
+                        client_felt=felt)
+
+
+def _client_felt(records: tuple[ClientRequest, ...], s: ShapeSignals, busy: np.ndarray) -> ClientFelt | None:
+    """TTFT and TPOT of the client's requests by the census's own prefill buckets (None without records)."""
+    prompt = s.increase(Signal.PROMPT_TOKENS)
+    if not records or prompt is None:
+        return None
+    return client_felt(records, s.times, np.nan_to_num(prompt), busy)
 
 
 def _ledger_ms_per_1k(s: ShapeSignals, excess: LedgerExcess | None, dt: np.ndarray) -> float:

@@ -33,6 +33,9 @@ def census(
     target_decode_share: Annotated[float, typer.Option(
         "--target-decode-share", help="Share of the idle per-stream decode rate to keep during prefill "
                                       "(picks N for --prefill-interleave).")] = 0.5,
+    client_records: Annotated[Optional[str], typer.Option(
+        "--client-records", help="A benchmark's per-request records (InferenceX harness CSV[.gz], GuideLLM or vLLM "
+                                 "benchmark_serving result JSON): TTFT and TPOT by the census's prefill buckets.")] = None,
     prometheus: remote.PrometheusOpt = None,
     selector: remote.SelectorOpt = '{job="radiance"}',
     window: remote.WindowOpt = "6h",
@@ -47,6 +50,8 @@ def census(
     if prometheus:
         if source is not None:
             raise UsageError("give a SOURCE or --prometheus URL, not both")
+        if client_records is not None:
+            raise UsageError("--client-records goes with a recording SOURCE (its clock is aligned to the recording's)")
         t0, t1 = remote.window(start, end, window)
         reports = api.census_prometheus(prometheus, selector=selector, start=t0, end=t1, instance=instance,
                                         segment=segment, auth=connection.auth(),
@@ -58,7 +63,7 @@ def census(
         reports = api.census_all(source, instance=instance, start=parse_time(start) if start else None,
                                  end=parse_time(end) if end else None, segment=segment,
                                  evidence=evidence if evidence is not None else api.AUTO,
-                                 target_decode_share=target_decode_share)
+                                 target_decode_share=target_decode_share, client_records=client_records)
     for warning in reports[0].source_warnings if reports else ():
         print(f"warning: {warning}", file=sys.stderr)
     if html is not None:

@@ -110,6 +110,20 @@ def verdict_blocks(report: CensusReport) -> list[Block]:
             + f". {dr.reason}."))
     for w in v.withheld:
         out.append(Paragraph(f"Withheld: {w}", Tone.WARNING))
+    felt = report.client_felt
+    if felt is not None:
+        out.append(Table(
+            ("what users felt (client records)", "requests", "TTFT p50", "TTFT p90", "TPOT p50", "TPOT p90"),
+            tuple((label, fmt_count(side.requests), fmt_seconds(side.ttft_p50), fmt_seconds(side.ttft_p90),
+                   fmt_seconds(side.tpot_p50), fmt_seconds(side.tpot_p90))
+                  for label, side in (("arrived while prefill busy", felt.arrived_busy),
+                                      ("arrived while idle", felt.arrived_idle),
+                                      ("decoded mostly beside prefill", felt.decoded_busy),
+                                      ("decoded mostly without", felt.decoded_idle))),
+            caption=f"Client clock aligned to the recording by {fmt_number(felt.alignment.offset_seconds)} s; "
+                    f"per-stream decode busy / idle as users felt it (median TPOT idle / busy): "
+                    f"{fmt_number(felt.tpot_ratio)}.", numeric=(1, 2, 3, 4, 5),
+        ))
     out.append(Paragraph(
         f"Endpoint {report.instance} (job {report.job}), profile {report.profile}: {report.profile_reason}.",
         Tone.MUTED))

@@ -97,6 +97,18 @@ def render(report: CensusReport, console: Console) -> None:
                        f"{_pct(f.interval[0])}-{_pct(f.interval[1])}", _f(f.depth, ".2f"), _pct(f.active_share),
                        _f(f.itl_p99_ratio, ".1f"), f"{f.confidence:.2f}", _e(f.signature.value))
         console.print(ft)
+    felt = report.client_felt
+    if felt is not None:
+        ct = Table(title=f"What users felt (client records, clock offset {felt.alignment.offset_seconds:+.1f} s; "
+                         f"decode busy/idle as felt: {_f(felt.tpot_ratio, '.2f')})", title_justify="left")
+        for col in ("requests", "n", "TTFT p50", "TTFT p90", "TPOT p50", "TPOT p90"):
+            ct.add_column(col, justify="left" if col == "requests" else "right")
+        for label, side in (("arrived while prefill busy", felt.arrived_busy), ("arrived while idle", felt.arrived_idle),
+                            ("decoded mostly beside prefill", felt.decoded_busy),
+                            ("decoded mostly without", felt.decoded_idle)):
+            ct.add_row(label, str(side.requests), _f(side.ttft_p50, ".2f", " s"), _f(side.ttft_p90, ".2f", " s"),
+                       _ms(side.tpot_p50), _ms(side.tpot_p90))
+        console.print(ct)
     if v.settle:
         console.print("[bold]What would settle it:[/bold]")
         for s in v.settle:
