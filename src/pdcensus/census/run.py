@@ -13,18 +13,17 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from pdcensus.census import bootstrap
-from pdcensus.census.bootstrap import interval, weighted_ratio
+from pdcensus.census.bootstrap import interval
 from pdcensus.census.buckets import (
-    IDLE_FLOOR_TOKENS_PER_SECOND,
     BucketAssignment,
     assign_buckets,
     bucket_table,
     per_stream_rate,
 )
-from pdcensus.census.guards import GuardReason, history_observed, shape_guards, verdict_limits
-from pdcensus.census.lag import TAIL_WINDOW_SECONDS, history, lag_test
 from pdcensus.census.client_felt import ClientFelt, client_felt
 from pdcensus.census.dose import dose_response, ledger_stall_ms_per_1k
+from pdcensus.census.guards import GuardReason, history_observed, shape_guards, verdict_limits
+from pdcensus.census.lag import TAIL_WINDOW_SECONDS, history, lag_test
 from pdcensus.census.ledger import LedgerExcess, step_ledger
 from pdcensus.census.measure import Measured, verdict_inputs
 from pdcensus.census.model import CensusReport, LedgerResult, LossShares, ShapeResult, Timeline
@@ -199,7 +198,7 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     inputs = verdict_inputs(measured)
     # sharing and eviction are shares of the running decoders' time; the stall's share counts the
     # preempted sequences too, so only the first two must fit in the whole together
-    shares = {"sharing": float(_sharing(inputs)[0]), "eviction": float(_eviction(inputs)[0])}
+    shares = {"sharing": float(_sharing(inputs)[0]), "eviction": float(inputs.eviction_loss()[0])}
     over = check_shares(shares, ledger=excess is not None)
     if over is not None and excess is not None:  # the ledger's shares cannot be true: census without it
         ledger = LedgerResult(False, "withheld: " + over.text)
@@ -243,16 +242,12 @@ def _sharing(x: VerdictInputs) -> np.ndarray:
     return x.sharing if x.sharing is not None else x.collapse
 
 
-def _eviction(x: VerdictInputs) -> np.ndarray:
-    return np.asarray(np.fmax(np.nan_to_num(x.tail_loss), np.nan_to_num(x.residency) if x.residency is not None else 0.0))
-
-
 def _losses(x: VerdictInputs, preemption_basis: str, ledger: bool) -> LossShares:
-    sts, ev = _sharing(x), _eviction(x)
+    sts, ev = _sharing(x), x.eviction_loss()
     return LossShares(
         float(sts[0]), interval(sts), "ledger: chunk time beyond decode-only steps" if ledger
         else "rates: per-stream deficit while prefill runs (no ledger)",
-        float(ev[0]), interval(ev), "max(lagged-tail deficit, inflated decode-only steps)",
+        float(ev[0]), interval(ev), "max(lagged-tail deficit, inflated decode-only steps, deficit before recovery)",
         float(x.preemption[0]), interval(x.preemption), preemption_basis,
         float(x.collapse[0]), interval(x.collapse),
     )

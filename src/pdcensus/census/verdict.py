@@ -75,12 +75,6 @@ def _sharing_loss(x: VerdictInputs) -> np.ndarray:
     return np.asarray(np.clip(np.nan_to_num(x.collapse), 0.0, None))
 
 
-def _eviction_loss(x: VerdictInputs) -> np.ndarray:
-    residency = np.nan_to_num(x.residency) if x.residency is not None else 0.0
-    recovered = np.nan_to_num(x.recovery_loss) if x.recovery_loss is not None else 0.0
-    return np.asarray(np.fmax(np.fmax(np.nan_to_num(x.tail_loss), residency), recovered))
-
-
 def signature_tests(x: VerdictInputs) -> list[SignatureTest | None]:
     """Every signature test the data allows, in the order a found one is preferred."""
     reps = x.lag0_effect.shape[0]
@@ -125,7 +119,7 @@ def detect(x: VerdictInputs) -> dict[Mechanism, Detection]:
             depth, depth_iv = eviction.value, eviction.value_interval
         else:  # inflated decode-only steps: decode runs at 1/inflation of its undisturbed speed
             depth, depth_iv = 1.0 / eviction.value, (1.0 / eviction.value_interval[1], 1.0 / eviction.value_interval[0])
-        out[Mechanism.EVICTION] = Detection(eviction, eviction_hits, _eviction_loss(x), depth, depth_iv,
+        out[Mechanism.EVICTION] = Detection(eviction, eviction_hits, x.eviction_loss(), depth, depth_iv,
                                             x.tail_share, x.itl_tail_ratio)
     if sharing is not None and sharing_hits is not None:
         if not x.has_ledger and Mechanism.EVICTION in out and sharing.signature is Signature.LAG0_COLLAPSE:
@@ -166,7 +160,7 @@ def _evidence(x: VerdictInputs, tests: list[SignatureTest | None]) -> list[Evide
         ev.append(Evidence(t.signature.value, t.value, t.threshold, t.found, t.text))
     if x.recovery_effect is None and x.recovery_note:
         ev.append(Evidence(Signature.RECOVERY_SLOPE.value, None, None, False, x.recovery_note))
-    for m, reps in ((Mechanism.STEP_TIME_SHARING, _sharing_loss(x)), (Mechanism.EVICTION, _eviction_loss(x)),
+    for m, reps in ((Mechanism.STEP_TIME_SHARING, _sharing_loss(x)), (Mechanism.EVICTION, x.eviction_loss()),
                     (Mechanism.PREEMPTION_STALL, x.preemption)):
         lo, hi = interval(reps)
         value = float(reps[0])
@@ -230,7 +224,7 @@ def decide(x: VerdictInputs) -> Verdict:
         confidence = min(f.confidence for f in found if f.severity is Severity.MATERIAL)
     else:
         confidence = next(f.confidence for f in found if f.mechanism is point)
-    estimates = {Mechanism.STEP_TIME_SHARING: _sharing_loss(x), Mechanism.EVICTION: _eviction_loss(x)}
+    estimates = {Mechanism.STEP_TIME_SHARING: _sharing_loss(x), Mechanism.EVICTION: x.eviction_loss()}
     confidence, found, more = apply_caps(x, point, found, confidence, estimates)
     settle += more
     # a signature found but costing under the measurable line: "none" is then a judgement of cost, and the

@@ -71,3 +71,10 @@ class VerdictInputs:
     withheld: tuple[str, ...] = ()  # signals the sanity checks found broken, and what was withheld
     # what the guards allow (pdcensus.census.guards): another session, a window that holds the tail, ramp-up
     limits: VerdictLimits | None = None
+
+    def eviction_loss(self) -> np.ndarray:
+        """Decoders' time lost to eviction per replicate: the largest of the lagged-tail deficit, the
+        inflated decode-only steps and the deficit before recovery (each its own reading of one loss)."""
+        residency = np.nan_to_num(self.residency) if self.residency is not None else 0.0
+        recovered = np.nan_to_num(self.recovery_loss) if self.recovery_loss is not None else 0.0
+        return np.asarray(np.fmax(np.fmax(np.nan_to_num(self.tail_loss), residency), recovered))
