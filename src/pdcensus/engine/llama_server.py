@@ -17,16 +17,14 @@ slots, ``-c/--ctx-size`` (shared by the slots), ``-b/--batch-size`` (the most to
 from __future__ import annotations
 
 import subprocess
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
-import httpx
 
 from pdcensus.engine.locate import Engine
 from pdcensus.errors import SourceUnreachableError, UsageError
-from pdcensus.sources.prometheus_local import free_port
+from pdcensus.sources.prometheus_local import free_port, wait_until_ready
 
 START_TIMEOUT_SECONDS = 180.0
 STOP_GRACE_SECONDS = 15.0
@@ -71,20 +69,15 @@ class LlamaServer:
 
     def _wait_ready(self) -> None:
         assert self.process is not None
-        deadline = time.monotonic() + START_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                self.returncode = self.process.returncode
-                raise SourceUnreachableError(f"llama-server exited with {self.returncode}: {self.log_tail()}")
-            try:
-                if httpx.get(f"{self.url}/health", timeout=2.0).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.25)
-        self.stop()
-        raise SourceUnreachableError(f"llama-server at {self.url} not ready after {START_TIMEOUT_SECONDS:.0f} s: "
-                                     f"{self.log_tail()}")
+        try:
+            exited = wait_until_ready(self.process, f"{self.url}/health", START_TIMEOUT_SECONDS, poll_seconds=0.25)
+        except TimeoutError:
+            self.stop()
+            raise SourceUnreachableError(f"llama-server at {self.url} not ready after {START_TIMEOUT_SECONDS:.0f} s: "
+                                         f"{self.log_tail()}") from None
+        if exited is not None:
+            self.returncode = exited
+            raise SourceUnreachableError(f"llama-server exited with {exited}: {self.log_tail()}")
 
     def log_tail(self, chars: int = 1500) -> str:
         try:

@@ -37,6 +37,27 @@ BACKFILL_TIMEOUT_SECONDS = 1800.0
 MINIMAL_CONFIG = "global:\n  scrape_interval: 15s\n  evaluation_interval: 15s\n"
 
 
+def wait_until_ready(process: subprocess.Popen[bytes], ready_url: str, timeout_seconds: float,
+                     poll_seconds: float = 0.2) -> int | None:
+    """Poll ``ready_url`` until it answers 200 (None), or the process exits first (its exit status).
+
+    Raises ``TimeoutError`` when neither happens within ``timeout_seconds``; the caller stops the
+    process and says what it was. Shared by every local server the project starts and waits for
+    (Prometheus here, llama-server in ``pdcensus.engine``).
+    """
+    deadline = time.monotonic() + timeout_seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return process.returncode
+        try:
+            if httpx.get(ready_url, timeout=2.0).status_code == 200:
+                return None
+        except httpx.HTTPError:
+            pass
+        time.sleep(poll_seconds)
+    raise TimeoutError(ready_url)
+
+
 def free_port() -> int:
     """A TCP port on 127.0.0.1 that was free a moment ago."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -123,20 +144,15 @@ class LocalPrometheus:
 
     def _wait_ready(self) -> None:
         assert self.process is not None
-        deadline = time.monotonic() + READY_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise SourceUnreachableError(f"prometheus exited with {self.process.returncode}: "
-                                             f"{self.log_path.read_text(errors='replace')[-2000:]}")
-            try:
-                if httpx.get(f"{self.url}/-/ready", timeout=2.0).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        self.stop()
-        raise SourceUnreachableError(f"prometheus at {self.url} not ready after {READY_TIMEOUT_SECONDS:.0f} s; "
-                                     f"see {self.log_path}")
+        try:
+            exited = wait_until_ready(self.process, f"{self.url}/-/ready", READY_TIMEOUT_SECONDS)
+        except TimeoutError:
+            self.stop()
+            raise SourceUnreachableError(f"prometheus at {self.url} not ready after {READY_TIMEOUT_SECONDS:.0f} s; "
+                                         f"see {self.log_path}") from None
+        if exited is not None:
+            raise SourceUnreachableError(f"prometheus exited with {exited}: "
+                                         f"{self.log_path.read_text(errors='replace')[-2000:]}")
 
     def stop(self) -> None:
         process = self.process
