@@ -36,6 +36,10 @@ MIN_PREFILL_INTERVALS = 5
 TOP_QUANTILE = 0.95
 # Per 1,000 tokens/s, so that the normal equations are well conditioned.
 SCALE = 1000.0
+# A fit is stable when at least this share of the replicates has a positive intercept (a ratio
+# with a denominator near 0 swings to either sign) and the window's own estimate lies inside its
+# interval. An unstable fit is reported as such and is never evidence for a verdict.
+MIN_FINITE_REPLICATES = 0.9
 
 
 @dataclass(frozen=True)
@@ -98,12 +102,26 @@ def dose_response(per_stream: np.ndarray, decoder_seconds: np.ndarray, prefill_t
     depth = 1.0 - stall * top
     lo, hi = interval(stall)
     dlo, dhi = interval(depth)
+    unstable = _instability(stall, lo, hi)
     result = DoseResponse(
         True, "decoder-time weighted least squares of per-stream decode on the interval's prefill rate"
-        + (", batch size held as a control" if controlled else " (batch size constant or unknown: no control)"),
+        + (", batch size held as a control" if controlled else " (batch size constant or unknown: no control)")
+        + (f"; unstable, not used as evidence: {unstable}" if unstable else ""),
         n_valid, float(stall[0] * 1e6), (lo * 1e6, hi * 1e6), float(intercept[0]), top, float(depth[0]),
-        (dlo, dhi), controlled, ledger_ms_per_1k_tokens, basis)
-    return DoseFit(result, stall, depth)
+        (dlo, dhi), controlled, ledger_ms_per_1k_tokens, basis, stable=not unstable)
+    return DoseFit(result, None if unstable else stall, None if unstable else depth)
+
+
+def _instability(stall: np.ndarray, lo: float, hi: float) -> str:
+    """Why the replicates do not support the fit ('' when they do)."""
+    reps = stall[1:]
+    finite = float(np.isfinite(reps).mean()) if reps.size else 0.0
+    if finite < MIN_FINITE_REPLICATES:
+        return f"{1 - finite:.0%} of the bootstrap replicates have no positive idle rate to divide by"
+    point = float(stall[0])
+    if not np.isfinite(point) or not (lo <= point <= hi):
+        return "the window's own estimate lies outside its 90% interval"
+    return ""
 
 
 def ledger_stall_ms_per_1k(chunk_seconds: float, chunk_steps: float, decode_step_seconds: float,

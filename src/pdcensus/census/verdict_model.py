@@ -100,6 +100,7 @@ class DoseResponse:
     batch_controlled: bool = False
     ledger_ms_per_1k_tokens: float = math.nan
     basis: str = ""
+    stable: bool = True  # False: the bootstrap does not support the fit; reported, never evidence
 
 
 @dataclass(frozen=True)

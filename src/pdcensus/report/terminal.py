@@ -82,7 +82,8 @@ def render(report: CensusReport, console: Console) -> None:
     if dr is not None and dr.available:
         ledger = (f"; ledger: {dr.ledger_ms_per_1k_tokens:.0f} ms" if math.isfinite(dr.ledger_ms_per_1k_tokens) else "")
         head.append(f"\ndose-response: decoders lose {dr.stall_ms_per_1k_tokens:.1f} ms per 1k prefill tokens "
-                    f"(90% interval {dr.stall_interval[0]:.1f}-{dr.stall_interval[1]:.1f}){ledger}")
+                    f"(90% interval {dr.stall_interval[0]:.1f}-{dr.stall_interval[1]:.1f}){ledger}"
+                    + ("" if dr.stable else "; unstable, not used as evidence"))
     for w in v.withheld:
         head.append(f"\nwithheld: {w}", style="bold red")
     # Text, not markup: a label value is data (no markup, no emoji codes)
