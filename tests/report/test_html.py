@@ -96,7 +96,7 @@ def test_the_trade_off_table_shows_every_candidate_value(report_factory: Callabl
     advice = page[page.index('id="advice"'):]
     tradeoff = advice[advice.index("Trade-off"):]
     table = tradeoff[:tradeoff.index("</table>")]
-    assert table.count("<tr") == 1 + len(report.advice[0]["tradeoff"])
+    assert table.count("<tr") == 1 + len(report.advice[0].tradeoff)
     assert "prefill interleave" in table
     for step in ("reached argv", "counter the knob moves", "bucket pair"):
         assert step in advice
