@@ -18,7 +18,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
-from typing import Any
 
 from pdcensus.advice.model import Recommendation
 from pdcensus.census.model import CensusReport
@@ -76,7 +75,7 @@ class EndpointReport(CensusReport):
         census_fields = {f.name: getattr(census, f.name) for f in fields(CensusReport)}
         return cls(**census_fields, advice=tuple(advice), side_evidence=side_evidence)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         """The census's JSON object with the ``advice`` and ``side_evidence`` keys filled (same place)."""
         out = super().to_dict()
         out["advice"] = [r.to_dict() for r in self.advice]
