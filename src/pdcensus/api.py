@@ -1,4 +1,4 @@
-"""The library entry point: ``pdcensus.api.census(source, **options) -> CensusReport``.
+"""The library entry point: ``pdcensus.api.census(source, **options) -> EndpointReport``.
 
 A notebook user gets exactly what the CLI prints: the CLI is these calls plus rendering.
 ``source`` is a path (a recording file or a simulator output directory, read with
@@ -24,13 +24,15 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from pdcensus.advice.endpoint_report import EndpointReport
 from pdcensus.census.model import CensusReport
 from pdcensus.census.run import CensusOptions, census_endpoint, census_recording
-from pdcensus.sources.client_records import load_client_records
-from pdcensus.errors import DataError
+from pdcensus.errors import CensusError, DataError
 from pdcensus.series.model import Recording
+from pdcensus.sources.client_records import load_client_records
 
 if TYPE_CHECKING:
+    from pdcensus.advice.ttft_replay import PrefillTrace
     from pdcensus.sources.prometheus_http import AuthConfig
 
 AUTO = "auto"  # evidence: look for side channels beside the source (a sim output dir)
@@ -44,13 +46,36 @@ def _recording(source: str | Path | Recording) -> Recording:
     return load_source(source)
 
 
+def prefill_trace(recording: Recording, report: CensusReport, start: float | None = None,
+                  end: float | None = None) -> PrefillTrace | None:
+    """The TTFT replay's trace of the shape a census report analysed (None if it cannot be found again).
+
+    The census's own reading of that shape (:func:`pdcensus.census.run.read_shape`): the same
+    samples, shapes and signals, so the replay sees what the census saw.
+    """
+    from pdcensus.advice.ttft_replay import trace_from_signals
+    from pdcensus.census.run import read_shape
+
+    endpoint = next((ep for ep in recording.endpoints if ep.instance == report.instance and ep.job == report.job),
+                    None)
+    if endpoint is None or report.shape.analysed is None:
+        return None
+    try:
+        read = read_shape(endpoint, recording.families, recording.source or "recording", report.shape.analysed,
+                          start, end)
+    except CensusError:
+        return None
+    if read.rows.size < 2:
+        return None
+    return trace_from_signals(read.signals)
+
+
 def _advise(reports: Sequence[CensusReport], source: object, evidence: str | Path | None,
             target_decode_share: float | None, recording: Recording | None = None,
-            start: float | None = None, end: float | None = None) -> list[CensusReport]:
-    """Read the side channels once (the I/O stays here), then attach each report's advice."""
+            start: float | None = None, end: float | None = None) -> list[EndpointReport]:
+    """Read the side channels and the prefill traces (the I/O stays here), then attach each report's advice."""
     from pdcensus.advice.attach import attach_advice
     from pdcensus.advice.recommend import DEFAULT_TARGET_DECODE_SHARE
-    from pdcensus.advice.ttft_replay import trace_for_report
     from pdcensus.sources.bundle import Bundle, find_side_channels, read_bundle
 
     if evidence == AUTO:
@@ -64,7 +89,7 @@ def _advise(reports: Sequence[CensusReport], source: object, evidence: str | Pat
             unreadable = str(exc)
     share = DEFAULT_TARGET_DECODE_SHARE if target_decode_share is None else target_decode_share
     return [attach_advice(r, bundle, share,
-                          trace_for_report(recording, r, start, end) if recording is not None else None,
+                          prefill_trace(recording, r, start, end) if recording is not None else None,
                           unreadable)
             for r in reports]
 
@@ -78,7 +103,7 @@ def census(
     segment: int | None = None,
     evidence: str | Path | None = AUTO,
     target_decode_share: float | None = None,
-) -> CensusReport:
+) -> EndpointReport:
     """The census of one endpoint (``instance`` is required when the source holds several).
 
     ``start``/``end`` (Unix seconds) cut the window; ``segment`` (1-based) picks a shape
@@ -103,7 +128,7 @@ def census_all(
     target_decode_share: float | None = None,
     warnings: Sequence[str] = (),
     client_records: str | Path | None = None,
-) -> list[CensusReport]:
+) -> list[EndpointReport]:
     """One report per endpoint that carries engine metrics (or only ``instance``).
 
     ``client_records``: a benchmark's per-request records (the InferenceX harness CSV, GuideLLM or
@@ -130,7 +155,7 @@ def census_prometheus(
     timeout_seconds: float = 30.0,
     evidence: str | Path | None = None,
     target_decode_share: float | None = None,
-) -> list[CensusReport]:
+) -> list[EndpointReport]:
     """The census of every endpoint under ``selector`` on a Prometheus-compatible API.
 
     Only the sample names some profile reads are pulled, as raw samples, so the census's

@@ -10,7 +10,6 @@ import pytest
 import pdcensus.api as pdc
 from pdcensus.advice import predict
 from pdcensus.advice.recommend import recommend
-from pdcensus.advice.ttft_replay import trace_for_report
 from pdcensus.advice.verify import bucket_pair, interleave_prediction, read_window, verify_arm
 from pdcensus.census.model import CensusReport
 from pdcensus.census.run import CensusOptions, census_recording
@@ -34,7 +33,7 @@ def sharing(recording: Recording) -> CensusReport:
 
 def test_the_tradeoff_rows_carry_a_replayed_ttft_p90_never_below_the_at_least_figure(
         recording: Recording, sharing: CensusReport) -> None:
-    trace = trace_for_report(recording, sharing)
+    trace = pdc.prefill_trace(recording, sharing)
     assert trace is not None and trace.work_tokens is not None and trace.requests is not None
     (rec,) = recommend(sharing, {}, trace=trace)
     for row in rec.tradeoff:

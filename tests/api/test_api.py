@@ -24,21 +24,22 @@ def sim_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_census_of_a_sim_dir_attaches_advice_from_its_side_channels(sim_dir: Path) -> None:
     report = api.census(sim_dir)
     assert report.verdict.mechanism is Mechanism.STEP_TIME_SHARING
-    assert report.side_evidence["argv"].startswith("radiance")
-    assert report.side_evidence["boot_ledger"]["stager_smallest_pass_tokens"] > 0
-    knobs = [a["knob"] for a in report.advice]
+    argv, boot = report.side_evidence.argv, report.side_evidence.boot_ledger
+    assert argv is not None and argv.startswith("radiance")
+    assert boot is not None and boot["stager_smallest_pass_tokens"] > 0
+    knobs = [a.knob for a in report.advice]
     assert "--prefill-interleave" in knobs
 
 
 def test_without_evidence_the_advice_says_nothing_was_cited(sim_dir: Path) -> None:
     report = api.census(sim_dir / "metrics.om", evidence=None)
-    assert report.side_evidence == {}
+    assert report.side_evidence.to_dict() == {}
     assert report.advice  # the ledger alone still predicts the interleave effect
 
 
 def test_target_decode_share_moves_the_chosen_interleave(sim_dir: Path) -> None:
-    low = api.census(sim_dir, target_decode_share=0.3).advice[0]["value"]
-    high = api.census(sim_dir, target_decode_share=0.8).advice[0]["value"]
+    low = api.census(sim_dir, target_decode_share=0.3).advice[0].value
+    high = api.census(sim_dir, target_decode_share=0.8).advice[0].value
     assert int(high) > int(low)
 
 
@@ -78,7 +79,7 @@ def test_terminal_report_shows_the_knob_rollback_tradeoff_and_verification(sim_d
     report = api.census(sim_dir)
     text = render_text(report, width=160)
     rec = report.advice[0]
-    assert rec["env_line"] in text and rec["rollback_env_line"] in text
+    assert rec.env_line in text and rec.rollback_env_line in text
     assert "trade-off" in text and "verify the arm" in text
     assert "engine_steps_held_total must leave zero" in text
 

@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from pdcensus.census.model import CensusReport
+from pdcensus.advice.endpoint_report import EndpointReport
 
 sys.path.insert(0, str(Path(__file__).parent))
 from sample_report import make_report  # noqa: E402
 
 
 @pytest.fixture
-def report_factory() -> Callable[..., CensusReport]:
+def report_factory() -> Callable[..., EndpointReport]:
     return make_report

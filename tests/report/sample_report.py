@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 
+from pdcensus.advice.endpoint_report import EndpointReport, SideEvidence
+from pdcensus.advice.model import Recommendation, VerificationPlan
 from pdcensus.census.model import (
     BucketRow, BucketTable, Burst, CensusReport, Evidence, LagPoint, LagResult, LedgerBucket, LedgerResult,
     LedgerTimeline, LossShares, Mechanism, PreemptionResult, Segment, SegmentStart, ShapeResult, Timeline,
@@ -20,7 +22,7 @@ T0 = 1_700_000_000.0
 SCRAPE = 15.0
 
 
-def make_report(instance: str = "10.0.0.7:7770", job: str = "radiance", text: str = "") -> CensusReport:
+def make_report(instance: str = "10.0.0.7:7770", job: str = "radiance", text: str = "") -> EndpointReport:
     n = 480
     times = tuple(T0 + 3600 + SCRAPE * i for i in range(n))
     busy = tuple((i // 20) % 3 == 0 for i in range(n))
@@ -32,7 +34,7 @@ def make_report(instance: str = "10.0.0.7:7770", job: str = "radiance", text: st
     held = tuple(0.0 for _ in range(n))
     pre_inc = tuple(3.0 if i in (100, 101, 300) else 0.0 for i in range(n))
     extra = f" {text}" if text else ""
-    return CensusReport(
+    census = CensusReport(
         source=f"recording.om{extra}", job=job, instance=instance, profile="radiance-1.8",
         profile_reason="radiance:engine_steps_decode_total present",
         verdict=Verdict(
@@ -96,19 +98,20 @@ def make_report(instance: str = "10.0.0.7:7770", job: str = "radiance", text: st
         losses=LossShares(0.21, (0.17, 0.25), "chunk steps beside decoders", 0.0, (0.0, 0.02), "no tail",
                           0.003, (0.0, 0.01), "bursts", 0.62, (0.5, 0.7)),
         timeline=Timeline(times, decode, prefill, running),
-        advice=({
-            "mechanism": "step-time-sharing", "knob": "--prefill-interleave", "value": "2",
-            "env_line": "RADIANCE_PREFILL_INTERLEAVE=2", "rollback_env_line": "RADIANCE_PREFILL_INTERLEAVE=0",
-            "summary": f"Give decoders two held decode-only steps after each chunk step{extra}",
-            "predicted": {"decoder_tokens_per_second_beside_prefill": 3.2, "prefill_ttft_stretch_seconds": 0.03},
-            "cost": "the prefilling prompt's TTFT stretches by two decode-only steps per chunk",
-            "preconditions": ("radiance 1.8.x",),
-            "verification": {"argv": "tr '\\0' ' ' < /proc/$(pidof radiance)/cmdline shows --prefill-interleave 2",
-                             "counter": "radiance:engine_steps_held_total leaves zero",
-                             "bucket_pair": "per-stream rate in the 4k-8k bucket rises toward idle",
-                             "command": "pdcensus verify-arm --flag --prefill-interleave=2"},
-            "tradeoff": tuple({"prefill_interleave": float(n_), "decoder_tokens_per_chunk_step": n_ + 1.0,
-                               "prefill_ttft_stretch_seconds": 0.015 * n_} for n_ in range(0, 9)),
-            "notes": ("held steps admit nothing",),
-        },),
     )
+    return EndpointReport.of(census, (Recommendation(
+        mechanism="step-time-sharing", knob="--prefill-interleave", value="2",
+        env_line="RADIANCE_PREFILL_INTERLEAVE=2", rollback_env_line="RADIANCE_PREFILL_INTERLEAVE=0",
+        summary=f"Give decoders two held decode-only steps after each chunk step{extra}",
+        predicted={"decoder_tokens_per_second_beside_prefill": 3.2, "prefill_ttft_stretch_seconds": 0.03},
+        cost="the prefilling prompt's TTFT stretches by two decode-only steps per chunk",
+        preconditions=("radiance 1.8.x",),
+        verification=VerificationPlan(
+            argv="tr '\\0' ' ' < /proc/$(pidof radiance)/cmdline shows --prefill-interleave 2",
+            counter="radiance:engine_steps_held_total leaves zero",
+            bucket_pair="per-stream rate in the 4k-8k bucket rises toward idle",
+            command="pdcensus verify-arm --flag --prefill-interleave=2"),
+        tradeoff=tuple({"prefill_interleave": float(n_), "decoder_tokens_per_chunk_step": n_ + 1.0,
+                        "prefill_ttft_stretch_seconds": 0.015 * n_} for n_ in range(0, 9)),
+        notes=("held steps admit nothing",),
+    ),), SideEvidence())

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from html.parser import HTMLParser
 from pathlib import Path
 
-from pdcensus.census.model import CensusReport
+from pdcensus.advice.endpoint_report import EndpointReport
 from pdcensus.report.html import render_html, write_html
 
 EVIL = "<script>alert(1)</script>"
@@ -48,7 +48,7 @@ def _parse(page: str) -> _Collector:
     return c
 
 
-def test_every_figure_is_an_inline_svg_with_its_title(report_factory: Callable[..., CensusReport]) -> None:
+def test_every_figure_is_an_inline_svg_with_its_title(report_factory: Callable[..., EndpointReport]) -> None:
     page = _parse(render_html(report_factory()))
     svgs = [a for t, a in page.tags if t == "svg"]
     assert len(svgs) == len(FIGURE_TITLES)
@@ -57,7 +57,7 @@ def test_every_figure_is_an_inline_svg_with_its_title(report_factory: Callable[.
         assert title in page.svg_titles
 
 
-def test_the_page_loads_nothing_and_runs_nothing(report_factory: Callable[..., CensusReport]) -> None:
+def test_the_page_loads_nothing_and_runs_nothing(report_factory: Callable[..., EndpointReport]) -> None:
     page = render_html(report_factory())
     parsed = _parse(page)
     tags = {t for t, _ in parsed.tags}
@@ -70,7 +70,7 @@ def test_the_page_loads_nothing_and_runs_nothing(report_factory: Callable[..., C
     assert csp and "default-src 'none'" in (csp[0].get("content") or "")
 
 
-def test_the_verdict_and_confidence_come_before_everything_else(report_factory: Callable[..., CensusReport]) -> None:
+def test_the_verdict_and_confidence_come_before_everything_else(report_factory: Callable[..., EndpointReport]) -> None:
     report = report_factory()
     page = render_html(report)
     main = page[page.index("<main>"):]
@@ -82,7 +82,7 @@ def test_the_verdict_and_confidence_come_before_everything_else(report_factory: 
     assert order == sorted(order)
 
 
-def test_a_hostile_label_value_never_reaches_the_page_unescaped(report_factory: Callable[..., CensusReport]) -> None:
+def test_a_hostile_label_value_never_reaches_the_page_unescaped(report_factory: Callable[..., EndpointReport]) -> None:
     page = render_html(report_factory(instance=EVIL, job=EVIL, text=EVIL))
     assert EVIL not in page
     assert "<script" not in page
@@ -90,19 +90,19 @@ def test_a_hostile_label_value_never_reaches_the_page_unescaped(report_factory: 
     assert EVIL in "".join(_parse(page).text)  # the reader still sees the value itself
 
 
-def test_the_trade_off_table_shows_every_candidate_value(report_factory: Callable[..., CensusReport]) -> None:
+def test_the_trade_off_table_shows_every_candidate_value(report_factory: Callable[..., EndpointReport]) -> None:
     report = report_factory()
     page = render_html(report)
     advice = page[page.index('id="advice"'):]
     tradeoff = advice[advice.index("Trade-off"):]
     table = tradeoff[:tradeoff.index("</table>")]
-    assert table.count("<tr") == 1 + len(report.advice[0]["tradeoff"])
+    assert table.count("<tr") == 1 + len(report.advice[0].tradeoff)
     assert "prefill interleave" in table
     for step in ("reached argv", "counter the knob moves", "bucket pair"):
         assert step in advice
 
 
-def test_fired_traps_are_listed_first_and_marked(report_factory: Callable[..., CensusReport]) -> None:
+def test_fired_traps_are_listed_first_and_marked(report_factory: Callable[..., EndpointReport]) -> None:
     report = report_factory()
     page = render_html(report)
     traps = page[page.index('id="traps"'):page.index('id="advice"')]
@@ -113,7 +113,7 @@ def test_fired_traps_are_listed_first_and_marked(report_factory: Callable[..., C
     assert '<tr class="warning"><td>' + fired[0] in traps
 
 
-def test_the_page_is_readable_on_a_phone_and_on_paper(report_factory: Callable[..., CensusReport]) -> None:
+def test_the_page_is_readable_on_a_phone_and_on_paper(report_factory: Callable[..., EndpointReport]) -> None:
     page = render_html(report_factory())
     assert 'name="viewport"' in page
     assert "@media print" in page and "@media (max-width" in page
@@ -121,7 +121,7 @@ def test_the_page_is_readable_on_a_phone_and_on_paper(report_factory: Callable[.
 
 
 def test_several_endpoints_get_one_section_each_with_unique_ids(
-        report_factory: Callable[..., CensusReport]) -> None:
+        report_factory: Callable[..., EndpointReport]) -> None:
     page = render_html([report_factory(instance="a:1"), report_factory(instance="b:2")])
     ids = re.findall(r'\sid="([^"]+)"', page)
     assert len(ids) == len(set(ids))
@@ -129,7 +129,7 @@ def test_several_endpoints_get_one_section_each_with_unique_ids(
     assert page.count("<svg") == 2 * len(FIGURE_TITLES)
 
 
-def test_missing_numbers_read_as_missing_not_zero(report_factory: Callable[..., CensusReport]) -> None:
+def test_missing_numbers_read_as_missing_not_zero(report_factory: Callable[..., EndpointReport]) -> None:
     page = render_html(report_factory())
     ledger = page[page.index('id="ledger"'):page.index('id="preemption"')]
     idle_row = ledger[ledger.index("<td>idle</td>"):]
@@ -138,7 +138,7 @@ def test_missing_numbers_read_as_missing_not_zero(report_factory: Callable[..., 
     assert "nan" not in page.lower().replace("nanos", "")
 
 
-def test_write_html_writes_one_utf8_file(tmp_path: Path, report_factory: Callable[..., CensusReport]) -> None:
+def test_write_html_writes_one_utf8_file(tmp_path: Path, report_factory: Callable[..., EndpointReport]) -> None:
     out = write_html(report_factory(), tmp_path / "report.html")
     assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]

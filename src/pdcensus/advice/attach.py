@@ -1,17 +1,16 @@
 """Attach advice to a census report: recommend from the side channels, cite where facts came from.
 
 The flow stays one-way (census -> advice -> report): the census report is built first, then
-this returns a copy with ``advice`` filled and ``side_evidence`` saying which facts came from
-which side channel (argv, boot ledger, ``/stats``). Advice does no I/O: the caller
-(:mod:`pdcensus.api`) reads the evidence bundle (``pdcensus collect``, or a simulator output
-directory) with :func:`pdcensus.sources.bundle.read_bundle` and passes the :class:`Bundle` in.
+this returns an :class:`~pdcensus.advice.endpoint_report.EndpointReport` with ``advice`` filled
+(typed recommendations) and ``side_evidence`` saying which facts came from which side channel
+(argv, boot ledger, ``/stats``). Advice does no I/O: the caller (:mod:`pdcensus.api`) reads the
+evidence bundle (``pdcensus collect``, or a simulator output directory) with
+:func:`pdcensus.sources.bundle.read_bundle` and the recording's prefill trace, and passes both in.
 """
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
-
+from pdcensus.advice.endpoint_report import EndpointReport, SideEvidence
 from pdcensus.advice.evidence import BootLedger, flags_from_argv, parse_boot_ledger
 from pdcensus.advice.recommend import DEFAULT_TARGET_DECODE_SHARE, recommend
 from pdcensus.advice.ttft_replay import PrefillTrace
@@ -19,7 +18,7 @@ from pdcensus.census.model import CensusReport
 from pdcensus.sources.bundle import Bundle
 
 
-def prefix_hit_depths_from_stats(stats: Any) -> tuple[int, ...]:
+def prefix_hit_depths_from_stats(stats: object) -> tuple[int, ...]:
     """Prompt depths of multi-turn requests in ``/stats`` recent requests (the hit depths' proxy)."""
     if not isinstance(stats, dict):
         return ()
@@ -33,43 +32,42 @@ def prefix_hit_depths_from_stats(stats: Any) -> tuple[int, ...]:
     return tuple(depths)
 
 
+def _boot_facts(boot: BootLedger) -> dict[str, int]:
+    facts = {"stager_smallest_pass_tokens": boot.stager_smallest_pass_tokens,
+             "kv_capacity_tokens": boot.kv_capacity_tokens, "arena_tokens": boot.arena_tokens,
+             "expert_slab_experts": boot.expert_slab_experts}
+    return {k: v for k, v in facts.items() if v is not None}
+
+
 def attach_advice(
     report: CensusReport,
     bundle: Bundle | None = None,
     target_decode_share: float = DEFAULT_TARGET_DECODE_SHARE,
     trace: PrefillTrace | None = None,
     unreadable: str | None = None,
-) -> CensusReport:
+) -> EndpointReport:
     """``report`` with advice filled, using the side channels of ``bundle`` where given.
 
     ``unreadable`` says why an evidence bundle that was asked for could not be read (cited as
-    such). ``trace`` (:func:`pdcensus.advice.ttft_replay.trace_for_report`) feeds the replayed
-    TTFT column.
+    such). ``trace`` (:func:`pdcensus.advice.ttft_replay.trace_from_signals`, read by
+    :mod:`pdcensus.api`) feeds the replayed TTFT column.
     """
     flags: dict[str, str] = {}
     boot = BootLedger()
     depths: tuple[int, ...] = ()
-    cited: dict[str, Any] = {}
-    if unreadable is not None:
-        cited["unreadable"] = unreadable
+    cited = SideEvidence(unreadable=unreadable)
     if bundle is not None:
-        cited["origin"] = bundle.source
         if bundle.argv:
             flags = flags_from_argv(bundle.argv[1:])
-            cited["argv"] = " ".join(bundle.argv)
         if bundle.boot_lines:
             boot = parse_boot_ledger("\n".join(bundle.boot_lines))
-            facts = {"stager_smallest_pass_tokens": boot.stager_smallest_pass_tokens,
-                     "kv_capacity_tokens": boot.kv_capacity_tokens, "arena_tokens": boot.arena_tokens,
-                     "expert_slab_experts": boot.expert_slab_experts}
-            cited["boot_ledger"] = {k: v for k, v in facts.items() if v is not None}
         depths = prefix_hit_depths_from_stats(bundle.stats)
-        if depths:
-            cited["prefix_hit_depths_tokens"] = {"n": len(depths), "from": "/stats recent_requests (multi-turn)"}
-        missing = [k for k, v in (("argv", bundle.argv), ("boot ledger", bundle.boot_lines),
-                                  ("/stats", bundle.stats), ("/diagnostics", bundle.diagnostics)) if not v]
-        if missing:
-            cited["missing"] = missing
+        missing = tuple(k for k, v in (("argv", bundle.argv), ("boot ledger", bundle.boot_lines),
+                                       ("/stats", bundle.stats), ("/diagnostics", bundle.diagnostics)) if not v)
+        cited = SideEvidence(unreadable=unreadable, origin=bundle.source,
+                             argv=" ".join(bundle.argv) if bundle.argv else None,
+                             boot_ledger=_boot_facts(boot) if bundle.boot_lines else None,
+                             prefix_hit_depths=len(depths), missing=missing)
     recs = recommend(report, flags=flags, boot=boot, target_decode_share=target_decode_share,
                      prefix_hit_depths_tokens=depths, trace=trace)
-    return replace(report, advice=tuple(r.to_dict() for r in recs), side_evidence=cited)
+    return EndpointReport.of(report, recs, cited)

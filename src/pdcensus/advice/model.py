@@ -12,7 +12,6 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any
 
 
 class Severity(str, Enum):
@@ -40,7 +39,7 @@ class StepStatus(str, Enum):
     SKIPPED = "skipped"
 
 
-def _clean(value: Any) -> Any:
+def _clean(value: object) -> object:
     """JSON-safe copy: NaN/inf become None, enums their value, mappings/tuples recurse."""
     if isinstance(value, Enum):
         return value.value
@@ -63,7 +62,7 @@ class LintFinding:
     subject: str
     message: str
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "rule": self.rule,
             "severity": self.severity.value,
@@ -82,7 +81,7 @@ class VerificationPlan:
     bucket_pair: str
     command: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "argv": self.argv,
             "counter": self.counter,
@@ -117,7 +116,7 @@ class Recommendation:
     def argv_fragment(self) -> str:
         return f"{self.knob} {self.value}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "mechanism": self.mechanism,
             "knob": self.knob,
@@ -143,7 +142,7 @@ class ArmStep:
     detail: str
     numbers: Mapping[str, float] = field(default_factory=dict)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "name": self.name,
             "status": self.status.value,
@@ -168,7 +167,7 @@ class ArmVerdict:
     def step(self, name: str) -> ArmStep | None:
         return next((s for s in self.steps if s.name == name), None)
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "schema": "pdcensus/verify-arm/v1",
             "flag": self.flag,

@@ -73,7 +73,7 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
                          profile: str = "", trace: PrefillTrace | None = None) -> Recommendation:
     """``--prefill-interleave N`` for step-time sharing, N picked for the target share.
 
-    ``trace`` (:func:`pdcensus.advice.ttft_replay.trace_for_report`) feeds the replayed TTFT
+    ``trace`` (read by :func:`pdcensus.api.prefill_trace`) feeds the replayed TTFT
     column; without it that column is empty and a note says why.
     """
     knob = get_knob("--prefill-interleave")

@@ -41,6 +41,9 @@ grows (a smaller chunk costs more per token, so the real slowdown under N can ex
 If the stretched capacity is below the window's mean work rate the queue never drains and the
 ratio is ``inf``; where the trace cannot support a quantile the ratio is ``None`` with a reason.
 
+The trace comes in as arrays (:class:`PrefillTrace`, built by :func:`trace_from_signals`): the
+caller (:func:`pdcensus.api.prefill_trace`) re-reads the analysed shape; nothing here reads.
+
 Hand-written because no queueing library replays a counter trace: the Lindley recursion of a
 FIFO single server over given arrivals and service times is one cumulative maximum in numpy.
 """
@@ -53,11 +56,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdcensus.census.model import CensusReport, LedgerResult
-from pdcensus.census.run import read_shape
+from pdcensus.census.model import LedgerResult
 from pdcensus.census.signals import ShapeSignals
-from pdcensus.errors import CensusError
-from pdcensus.series.model import Recording
 from pdcensus.series.profiles import Signal
 
 REPLICATES = 8  # within-interval arrival draws, pooled
@@ -272,23 +272,6 @@ def trace_from_signals(signals: ShapeSignals) -> PrefillTrace:
         requests = hist.increases[:, -1]
     return PrefillTrace(signals.times, signals.interval_seconds, signals.increase(Signal.PROMPT_TOKENS), requests,
                         signals.prefill_tokens_per_second)
-
-
-def trace_for_report(recording: Recording, report: CensusReport, start: float | None = None,
-                     end: float | None = None) -> PrefillTrace | None:
-    """The trace of the shape a census report analysed (None if that shape cannot be found again)."""
-    endpoint = next((ep for ep in recording.endpoints if ep.instance == report.instance and ep.job == report.job),
-                    None)
-    if endpoint is None or report.shape.analysed is None:
-        return None
-    try:  # the census's own reading of the shape it analysed: the same samples, shapes and signals
-        read = read_shape(endpoint, recording.families, recording.source or "recording", report.shape.analysed,
-                          start, end)
-    except CensusError:
-        return None
-    if read.rows.size < 2:
-        return None
-    return trace_from_signals(read.signals)
 
 
 def chunk_tokens_per_step(ledger: LedgerResult, work_tokens: np.ndarray | None) -> float:

@@ -10,6 +10,7 @@ no NaN); tuples become lists; enums become their value.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields, is_dataclass
 from enum import Enum
 from typing import Any
@@ -253,6 +254,8 @@ class Timeline:
 
 @dataclass(frozen=True)
 class CensusReport:
+    """One endpoint's census (the advice pass returns it as an ``advice.endpoint_report.EndpointReport``)."""
+
     source: str
     job: str
     instance: str
@@ -269,9 +272,6 @@ class CensusReport:
     traps: tuple[Trap, ...]
     losses: LossShares | None
     timeline: Timeline | None
-    advice: tuple[dict[str, Any], ...] = field(default=())
-    # where the side-channel facts came from (argv, boot ledger, /stats), cited by the advice
-    side_evidence: dict[str, Any] = field(default_factory=dict)
     # what the source warned about (Thanos partial responses, resampled data): never silent
     source_warnings: tuple[str, ...] = field(default=())
     # the runbook's steps in order: which ran on this engine's metrics, and why not the rest
@@ -297,15 +297,16 @@ class CensusReport:
             "traps": plain(self.traps),
             "losses": plain(self.losses),
             "timeline": plain(self.timeline),
-            "advice": [dict(a) for a in self.advice],
-            "side_evidence": dict(self.side_evidence),
+            # the census alone advises nothing: the advice pass's EndpointReport fills these two keys
+            "advice": [],
+            "side_evidence": {},
             "source_warnings": list(self.source_warnings),
             "passes": plain(self.passes),
             "client_felt": plain(self.client_felt),
         }
 
 
-def reports_to_dict(reports: list[CensusReport]) -> dict[str, Any]:
+def reports_to_dict(reports: Sequence[CensusReport]) -> dict[str, Any]:
     """One object for one endpoint; ``{"schema", "endpoints": [...]}`` for several."""
     if len(reports) == 1:
         return reports[0].to_dict()

@@ -305,8 +305,10 @@ def read_json(text: str, path: str, checker: Checker) -> None:
         decoded, offsets = decode_with_offsets(m.group(2))
         base = m.start(2)
         if m.group(1) == "interval":
-            seconds = duration_seconds(decoded) if re.fullmatch(r"[\d.]+(?:ms|[smhdwy])?(?:\d+(?:ms|[smhdwy]))*",
-                                                                 decoded) else 0.0
+            try:  # Grafana's own forms ($__interval, >10s, 1.5m) are not Prometheus durations: not checked
+                seconds = duration_seconds(decoded)
+            except ValueError:
+                seconds = 0.0
             if seconds > MAX_QUERY_STEP_SECONDS:
                 checker.add("query-step-over-30s", Severity.ERROR, whole.position(base), f"interval {decoded}",
                             f"the target's minimum step (interval) {decoded} = {seconds:g} s > "

@@ -36,6 +36,7 @@ RULES: dict[str, str] = {
     "rate-over-instant-depth": "rate() over radiance:num_requests_preempted, an instant depth",
     "diluted-mean-step": "The 2-minute mean step engine_step_seconds_total / engine_steps_total",
     "query-step-over-30s": "A query step over 30 s (one sample in eight of a 15 s scrape)",
+    "bad-duration": "A query step Prometheus's duration grammar refuses (2x, 1h30, 1.5h)",
     "metric-not-exported": "A metric name the build's own metric set does not hold",
     "unreadable-yaml": "A YAML file that could not be read (not checked)",
     "unreadable-json": "A JSON file that could not be read (not checked)",

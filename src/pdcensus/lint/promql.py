@@ -15,6 +15,8 @@ import re
 from collections.abc import Collection, Iterator
 from dataclasses import dataclass
 
+from pdcensus.series.durations import parse_api_duration_seconds
+
 MAX_QUERY_STEP_SECONDS = 30.0
 
 _METRIC = re.compile(r"(?<![\w:])((?:radiance|vllm|sglang):[A-Za-z_][A-Za-z0-9_:]*)")
@@ -29,14 +31,15 @@ _DILUTED = re.compile(
     r"((?:radiance:)?engine_step_seconds_total(?:\{[^}]*\})?(?:\[[^\]]*\])?\)*\s*/\s*"
     r"(?:[a-z_]+\s*(?:by\s*\([^)]*\)\s*)?\(\s*)*(?:radiance:)?engine_steps_total\b)"
 )
-_DURATION = r"(\d+(?:\.\d+)?(?:ms|[smhdwy])?(?:\d+(?:ms|[smhdwy]))*)"
+# a written step: anything that starts like a number, read whole (``2x`` and ``1h30`` included) so
+# that Prometheus's grammar, not this pattern, decides whether it is a duration
+_DURATION = r"([0-9.][0-9A-Za-z.]*)"
 _STEP_FORMS = (
-    re.compile(r"[?&]step=" + _DURATION + r"\b"),
-    re.compile(r"--step[= ]+" + _DURATION + r"\b"),
-    re.compile(r"[\"']?step[\"']?\s*:\s*[\"']?" + _DURATION + r"\b"),
+    re.compile(r"[?&]step=" + _DURATION),
+    re.compile(r"--step[= ]+" + _DURATION),
+    re.compile(r"[\"']?step[\"']?\s*:\s*[\"']?" + _DURATION),
     re.compile(r"\[[^\]\[:]+:" + _DURATION + r"\]"),
 )
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0, "y": 31536000.0}
 
 
 @dataclass(frozen=True)
@@ -50,10 +53,13 @@ class QueryHit:
 
 
 def duration_seconds(text: str) -> float:
-    """A Prometheus duration (``2m``, ``1m30s``, ``120``) in seconds."""
-    if re.fullmatch(r"\d+(?:\.\d+)?", text):
-        return float(text)
-    return sum(float(n) * _UNITS[u] for n, u in re.findall(r"(\d+(?:\.\d+)?)(ms|[smhdwy])", text))
+    """A written query step in seconds, as Prometheus reads it; ValueError where Prometheus refuses it.
+
+    Plain seconds (``120``, ``1.5``) or Prometheus's duration grammar (``2m``, ``1m30s``), the
+    one parser of :mod:`pdcensus.series.durations`: ``2x``, ``1h30`` and ``1.5h`` are errors,
+    not 0 or 3600 seconds.
+    """
+    return parse_api_duration_seconds(text)
 
 
 def exported(name: str, metric_names: Collection[str]) -> bool:
@@ -90,7 +96,14 @@ def query_hits(text: str, metric_names: Collection[str] | None = None,
                        "step and step_seconds_decode / steps_decode for the decode-only step")
     for form in _STEP_FORMS if step_forms else _STEP_FORMS[3:]:
         for m in form.finditer(text):
-            seconds = duration_seconds(m.group(1))
+            try:
+                seconds = duration_seconds(m.group(1))
+            except ValueError:
+                yield QueryHit(m.start(), "bad-duration", m.group(0),
+                               f"query step {m.group(1)} is not a duration Prometheus reads (plain seconds, or "
+                               "[0-9]+ and a unit, units y w d h m s ms largest first, no fractions: 90, 1m30s); "
+                               "the query is refused")
+                continue
             if seconds > MAX_QUERY_STEP_SECONDS:
                 yield QueryHit(m.start(), "query-step-over-30s", m.group(0),
                                f"query step {m.group(1)} = {seconds:g} s > {MAX_QUERY_STEP_SECONDS:g} s: "

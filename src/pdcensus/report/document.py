@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pdcensus.advice.endpoint_report import advice_of
 from pdcensus.census.model import CensusReport, Mechanism
 from pdcensus.report.document_advice import advice_blocks
 from pdcensus.report.document_blocks import (
@@ -78,7 +79,7 @@ def endpoint_blocks(report: CensusReport, *, level: int, key: str) -> list[Block
     out += [h("Traps", "traps"), *trap_blocks(report)]
     if report.passes:
         out += [h("Runbook steps on this engine's metrics", "passes"), *pass_blocks(report)]
-    out += [h("Advice", "advice"), *advice_blocks(report.advice, level + 1, sfx)]
+    out += [h("Advice", "advice"), *advice_blocks(advice_of(report), level + 1, sfx)]
     return out
 
 

@@ -19,6 +19,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from pdcensus.advice.endpoint_report import advice_of
 from pdcensus.census.model import BucketTable, CensusReport, Mechanism
 
 _COLOR = {
@@ -205,7 +206,7 @@ def render(report: CensusReport, console: Console) -> None:
     console.print(tr)
     from pdcensus.report.terminal_advice import render_advice
 
-    render_advice(report.advice, console)
+    render_advice(advice_of(report), console)
 
 
 def render_text(report: CensusReport, width: int = 120) -> str:

@@ -1,20 +1,21 @@
 """The terminal view of the advice: the knob, its env line and rollback, the predicted effect,
 the trade-off table, and the plan to verify the arm (argv, the counter, the bucket pair).
 
-It reads only the advice dictionaries the advice pass attached to the report.
+It reads only the typed recommendations the advice pass attached to the report
+(:class:`~pdcensus.advice.model.Recommendation`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
-
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.markup import escape as _e
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
+
+from pdcensus.advice.model import Recommendation
 
 _TRADEOFF_COLUMNS = (
     ("interleave", "N", "{:.0f}"),
@@ -27,7 +28,7 @@ _TRADEOFF_COLUMNS = (
 )
 
 
-def _num(value: Any, fmt: str) -> str:
+def _num(value: float | str | None, fmt: str) -> str:
     if isinstance(value, float) and math.isinf(value):
         return "unbounded"
     if isinstance(value, (int, float)) and math.isfinite(float(value)):
@@ -35,7 +36,7 @@ def _num(value: Any, fmt: str) -> str:
     return "-"
 
 
-def _tradeoff(rows: Sequence[Mapping[str, Any]], chosen: str) -> Table:
+def _tradeoff(rows: Sequence[Mapping[str, float | str]], chosen: str) -> Table:
     table = Table(title="trade-off", title_justify="left", show_edge=False)
     present = [c for c in _TRADEOFF_COLUMNS if any(c[0] in r for r in rows)]
     for _key, head, _fmt in present:
@@ -47,35 +48,35 @@ def _tradeoff(rows: Sequence[Mapping[str, Any]], chosen: str) -> Table:
     return table
 
 
-def render_advice(advice: Sequence[Mapping[str, Any]], console: Console) -> None:
+def render_advice(advice: Sequence[Recommendation], console: Console) -> None:
     """One panel per recommendation, in the order the advice pass gave them."""
     if not advice:
         console.print("advice: none (nothing to act on, or the verdict is not certain enough)")
         return
     for rec in advice:
-        parts: list[Any] = [Text.from_markup(f"[bold]{_e(str(rec.get('summary', '')))}[/bold]")]
-        env, rollback = rec.get("env_line"), rec.get("rollback_env_line")
+        parts: list[RenderableType] = [Text.from_markup(f"[bold]{_e(rec.summary)}[/bold]")]
+        env, rollback = rec.env_line, rec.rollback_env_line
         if env:
             parts.append(Text.from_markup(f"deploy: [cyan]{_e(str(env))}[/cyan]   rollback: "
                                           f"[cyan]{_e(str(rollback or '-'))}[/cyan] (an env line, not a rebuild)"))
-        if rec.get("cost"):
-            parts.append(Text.from_markup(f"cost: {_e(str(rec['cost']))}"))
-        for pre in rec.get("preconditions") or ():
-            parts.append(Text.from_markup(f"precondition: {_e(str(pre))}"))
-        for note in rec.get("notes") or ():
-            parts.append(Text.from_markup(f"note: {_e(str(note))}"))
-        rows = rec.get("tradeoff") or ()
-        if rows:
-            parts.append(_tradeoff(rows, str(rec.get("value", ""))))
-        plan = rec.get("verification") or {}
-        if plan:
+        if rec.cost:
+            parts.append(Text.from_markup(f"cost: {_e(rec.cost)}"))
+        for pre in rec.preconditions:
+            parts.append(Text.from_markup(f"precondition: {_e(pre)}"))
+        for note in rec.notes:
+            parts.append(Text.from_markup(f"note: {_e(note)}"))
+        if rec.tradeoff:
+            parts.append(_tradeoff(rec.tradeoff, rec.value))
+        plan = rec.verification
+        if plan is not None:
             steps = Table(title="verify the arm (in this order; a deploy is not evidence)", title_justify="left",
                           show_header=False, show_edge=False)
             steps.add_column("step", style="bold")
             steps.add_column("how", overflow="fold")
-            for key in ("argv", "counter", "bucket_pair", "command"):
-                if plan.get(key):
-                    steps.add_row(key.replace("_", " "), _e(str(plan[key])))
+            for key, how in (("argv", plan.argv), ("counter", plan.counter), ("bucket pair", plan.bucket_pair),
+                             ("command", plan.command)):
+                if how:
+                    steps.add_row(key, _e(how))
             parts.append(steps)
-        title = f"advice for {rec.get('mechanism', '?')}: {rec.get('knob', '?')} {rec.get('value', '')}"
+        title = f"advice for {rec.mechanism or '?'}: {rec.knob or '?'} {rec.value}"
         console.print(Panel(Group(*parts), title=_e(title), title_align="left"))
