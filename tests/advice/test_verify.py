@@ -125,6 +125,8 @@ def test_on_simulator_runs_the_three_cases_come_out_as_the_runbook_says(tmp_path
         verdict = verify_arm(before, load_source(runs[name]), "--prefill-interleave", "2", read_argv(runs[name]))
         return verdict.outcome, verdict.failed_step  # type: ignore[return-value]
 
-    assert run("on") == (ArmOutcome.ENGAGED, None)
+    # engaged (argv, counter, bucket pair); held steps also leave a backlog that raises the idle
+    # bucket's TTFT tail, which no prediction covers: the gate says so (tests/advice/test_verify_gate.py)
+    assert run("on") == (ArmOutcome.OFF_PREDICTION, None)
     assert run("old") == (ArmOutcome.NOT_ENGAGED, "counter")
     assert run("missing") == (ArmOutcome.NOT_ENGAGED, "argv")

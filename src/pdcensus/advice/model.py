@@ -28,6 +28,9 @@ class ArmOutcome(str, Enum):
     ENGAGED = "engaged"
     NOT_ENGAGED = "not-engaged"
     INCONCLUSIVE = "inconclusive"
+    # engaged, but a predicted quantity missed beyond the tolerance, or a bucket's TTFT/ITL rose
+    # where nothing predicted it (pdcensus.advice.gate)
+    OFF_PREDICTION = "engaged-off-prediction"
 
 
 class StepStatus(str, Enum):
@@ -151,6 +154,46 @@ class ArmStep:
         }
 
 
+class CompareStatus(str, Enum):
+    """One before/after comparison of ``verify-arm``'s gate (:mod:`pdcensus.advice.gate`)."""
+
+    WITHIN = "within"  # inside the tolerance around the prediction (or no worse, where none was made)
+    OFF = "off-prediction"  # a predicted quantity: its whole interval is outside the tolerance band
+    COST = "unpredicted-cost"  # nothing predicted a change: its whole interval is worse than the tolerance
+    UNDECIDED = "undecided"  # too few requests or samples in one window to compare
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One quantity before vs after the arm, the prediction for it and the verdict with the tolerance.
+
+    ``ratio`` = after / before with its bootstrap interval (``low``, ``high``); ``predicted_ratio``
+    is what the before window predicted (1.0 where no one predicted a change); ``predicted`` says
+    whether a number was predicted or 1.0 is only the "no worse" default.
+    """
+
+    quantity: str
+    bucket: str
+    before: float
+    after: float
+    ratio: float
+    low: float
+    high: float
+    predicted_ratio: float
+    predicted: bool
+    status: CompareStatus
+    basis: str = ""
+    higher_is_worse: bool = True
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = _clean({
+            "quantity": self.quantity, "bucket": self.bucket, "before": self.before, "after": self.after,
+            "ratio": self.ratio, "interval": [self.low, self.high], "predicted_ratio": self.predicted_ratio,
+            "predicted": self.predicted, "status": self.status, "basis": self.basis,
+            "higher_is_worse": self.higher_is_worse})
+        return out
+
+
 @dataclass(frozen=True)
 class ArmVerdict:
     """``verify-arm``'s answer: the outcome, the step that failed and every step's evidence."""
@@ -163,6 +206,8 @@ class ArmVerdict:
     steps: tuple[ArmStep, ...]
     predicted: Mapping[str, float] = field(default_factory=dict)
     observed: Mapping[str, float] = field(default_factory=dict)
+    tolerance: float = math.nan  # the gate's relative tolerance around each prediction
+    comparisons: tuple[Comparison, ...] = ()
 
     def step(self, name: str) -> ArmStep | None:
         return next((s for s in self.steps if s.name == name), None)
@@ -178,4 +223,6 @@ class ArmVerdict:
             "steps": [s.to_dict() for s in self.steps],
             "predicted": _clean(self.predicted),
             "observed": _clean(self.observed),
+            "tolerance": _clean(self.tolerance),
+            "comparisons": [c.to_dict() for c in self.comparisons],
         }

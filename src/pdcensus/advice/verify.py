@@ -20,7 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdcensus.advice import predict, ttft_replay
+from pdcensus.advice import gate, predict, ttft_replay
+from pdcensus.advice.arm_args import DEFAULT_TOLERANCE
 from pdcensus.advice.evidence import Argv
 from pdcensus.advice.knobs import CounterCheck, Knob, get_knob
 from pdcensus.advice.model import ArmOutcome, ArmStep, ArmVerdict, StepStatus
@@ -28,6 +29,7 @@ from pdcensus.census.buckets import BucketAssignment, assign_buckets, bucket_tab
 from pdcensus.census.model import BucketTable, CensusReport
 from pdcensus.census.run import CensusOptions, census_recording, read_shape
 from pdcensus.census.signals import ShapeSignals
+from pdcensus.errors import UsageError
 from pdcensus.series.model import Recording
 from pdcensus.series.profiles import Signal
 
@@ -74,6 +76,8 @@ class BucketPair:
     after: BucketTable
     pooled_before: BucketTable
     pooled_after: BucketTable
+    before_index: np.ndarray  # each scrape's bucket on the before window's edges (0 idle, -1 none)
+    after_index: np.ndarray
 
 
 def bucket_pair(before: ShapeSignals, after: ShapeSignals) -> BucketPair:
@@ -81,16 +85,18 @@ def bucket_pair(before: ShapeSignals, after: ShapeSignals) -> BucketPair:
     assert before.prefill_tokens_per_second is not None and after.prefill_tokens_per_second is not None
     a_before = assign_buckets(before.prefill_tokens_per_second)
     pooled_edges = (a_before.edges[0], math.inf)
-    tables = []
+    tables, indices = [], []
     for s in (before, after):
         assert s.decode_tokens_per_second is not None and s.prefill_tokens_per_second is not None
         for edges, labels in ((a_before.edges, a_before.labels), (pooled_edges, ("idle", "busy"))):
             a = assign_with_edges(s.prefill_tokens_per_second, edges, labels)
+            if len(labels) == len(a_before.labels) and edges == a_before.edges:
+                indices.append(a.index)
             tables.append(bucket_table(a, s.decode_tokens_per_second, s.gauge(Signal.RUNNING),
                                        prefill_name="prefill", basis="same-scrape gauges, before-window edges",
                                        scrape_interval_seconds=s.scrape_interval_seconds,
-                                       ttft=s.histograms.get(Signal.TTFT)))
-    return BucketPair(tables[0], tables[2], tables[1], tables[3])
+                                       ttft=s.histograms.get(Signal.TTFT), itl=s.histograms.get(Signal.ITL)))
+    return BucketPair(tables[0], tables[2], tables[1], tables[3], indices[0], indices[1])
 
 
 def check_argv(argv: Argv | None, flag: str, value: str | None, aliases: tuple[str, ...] = ()) -> ArmStep:
@@ -251,30 +257,45 @@ def interleave_prediction(value: str | None, before: Window, numbers: dict[str, 
 
 def verify_arm(before: Recording, after: Recording, flag: str, value: str | None = None,
                argv: Argv | None = None, instance: str | None = None,
-               before_flags: dict[str, str] | None = None) -> ArmVerdict:
+               before_flags: dict[str, str] | None = None, tolerance: float = DEFAULT_TOLERANCE) -> ArmVerdict:
     """Argv, then the counter, then the bucket pair; the first failure names the verdict.
 
-    ``before_flags`` are the flags in effect in the before window (for the prediction's
-    baseline N; default: the knob at 0).
+    An arm that engaged then passes the gate (:mod:`pdcensus.advice.gate`): each prediction
+    within ``tolerance`` and no bucket's TTFT or ITL worse than predicted, else it is
+    ``engaged-off-prediction``. ``before_flags`` are the flags in effect in the before window
+    (for the prediction's baseline N; default: the knob at 0).
     """
+    if not 0 < tolerance < 10:
+        raise UsageError(f"tolerance must be a share above 0 (0.25 = 25 %), got {tolerance!r}")
     knob = get_knob(flag)
     before_flags = before_flags or {}
     w_before, w_after = read_window(before, instance), read_window(after, instance)
     steps = [check_argv(argv, knob.flag, value, knob.aliases), check_counter(knob, value, w_before, w_after)]
-    pair = compare_buckets(knob, bucket_pair(w_before.signals, w_after.signals))
+    pair_values = bucket_pair(w_before.signals, w_after.signals)
+    pair = compare_buckets(knob, pair_values)
     steps.append(pair)
     predicted: dict[str, float] = {}
     observed: dict[str, float] = {}
     if knob.flag == "--prefill-interleave" and "busy_per_stream_after" in pair.numbers:
         current = int(before_flags.get(knob.flag, "0")) if before_flags.get(knob.flag, "0").isdigit() else 0
         predicted, observed = interleave_prediction(value, w_before, dict(pair.numbers), current)
+    comparisons = gate.compare_arm(w_before.signals, w_after.signals, pair_values.before_index,
+                                   pair_values.after_index, tuple(r.bucket for r in pair_values.before.rows), predicted,
+                                   pair.numbers.get("busy_per_stream_before", math.nan), tolerance)
     failed = next((s for s in steps if s.status is StepStatus.FAILED), None)
     unknown = next((s for s in steps if s.status is StepStatus.UNKNOWN), None)
+    missed, costs = gate.gate_outcome(comparisons)
     if failed is not None:
         outcome, reason = ArmOutcome.NOT_ENGAGED, f"{failed.name}: {failed.detail}"
     elif unknown is not None:
         outcome, reason = ArmOutcome.INCONCLUSIVE, f"{unknown.name}: {unknown.detail}"
+    elif missed or costs:
+        worst = (missed + costs)[0]
+        what = " and ".join(x for x in (f"{len(missed)} prediction(s) missed beyond {tolerance:.0%}" if missed else "",
+                                         f"{len(costs)} cost(s) nobody predicted" if costs else "") if x)
+        outcome, reason = ArmOutcome.OFF_PREDICTION, f"engaged, but {what}; first: {gate.describe(worst)}"
     else:
-        outcome, reason = ArmOutcome.ENGAGED, "argv, counter and bucket pair all agree"
+        outcome, reason = ArmOutcome.ENGAGED, (f"argv, counter and bucket pair agree, and every prediction and "
+                                               f"bucket latency is within {tolerance:.0%}")
     return ArmVerdict(knob.flag, value, outcome, failed.name if failed else None, reason, tuple(steps),
-                      predicted, observed)
+                      predicted, observed, tolerance, comparisons)

@@ -2,18 +2,19 @@
 
 Each is one library call (``pdcensus.advice``, ``pdcensus.lint``) plus rendering. ``lint``
 exits 1 when any finding is an error (0 with ``--warn-only``), 2 on a usage error;
-``verify-arm`` exits 0 whatever the verdict (the verdict is the output).
+``verify-arm`` gates: 0 engaged and within the prediction, 1 not engaged, 5 engaged but off
+the prediction or with a cost nobody predicted, 3 inconclusive (``pdcensus.advice.arm_args``).
 """
 
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
+from pdcensus.advice.arm_args import ARM_EXIT_CODES, DEFAULT_TOLERANCE, parse_flag
 from pdcensus.commands.base import app
 from pdcensus.errors import UsageError
 
@@ -66,47 +67,52 @@ def lint(
 def verify_arm_command(
     before: Annotated[str, typer.Option("--before", help="Recording (file or sim dir) from before the arm.")],
     after: Annotated[str, typer.Option("--after", help="Recording (file or sim dir) from after the arm.")],
-    flag: Annotated[str, typer.Option("--flag", help="The knob, FLAG or FLAG=VALUE, e.g. --prefill-interleave=2.")],
+    flag: Annotated[str, typer.Option("--flag", help="The knob as the advice prints it: \"--x N\", --x=N, or "
+                                      "--x N (also x=N).")],
+    flag_value: Annotated[Optional[list[str]], typer.Argument(
+        help="The knob's value when written as --flag --x N.", show_default=False)] = None,
     cmdline: Annotated[Optional[str], typer.Option("--cmdline", help="Saved NUL-separated argv, or a sim dir "
                                                    "holding `cmdline` (default: the --after dir's, if any).")] = None,
     pid: Annotated[Optional[int], typer.Option("--pid", help="Read argv from /proc/PID/cmdline.")] = None,
     instance: Annotated[Optional[str], typer.Option("--instance", help="Endpoint instance to verify.")] = None,
+    tolerance: Annotated[float, typer.Option(
+        "--tolerance", help="Relative tolerance around each prediction, and the rise any bucket's TTFT or ITL may "
+                            "show where nothing predicted one (judged on the 90 % interval).")] = DEFAULT_TOLERANCE,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
 ) -> None:
-    """Prove an arm engaged: the flag in argv, then the counter it moves, then the bucket pair."""
+    """Prove an arm engaged (the flag in argv, the counter it moves, the bucket pair), then gate on the prediction.
+
+    Exit 0 ENGAGED and within the prediction; 1 NOT-ENGAGED; 5 ENGAGED but off the prediction
+    beyond --tolerance, or with a TTFT/ITL cost in some bucket that nothing predicted; 3
+    INCONCLUSIVE (the data cannot decide) or unreadable data; 2 usage.
+    """
     from pdcensus.advice.evidence import read_argv
     from pdcensus.advice.verify import verify_arm
     from pdcensus.sources.load import load_source
 
-    name, _, value = flag.lstrip("-").partition("=")
-    if not name:
-        raise UsageError(f"--flag wants FLAG or FLAG=VALUE, got {flag!r}")
+    name, value = parse_flag(flag, flag_value or [])
     if cmdline is not None and pid is not None:
         raise UsageError("give --cmdline PATH or --pid PID, not both")
+    if not 0 < tolerance < 10:
+        raise UsageError(f"--tolerance is a share above 0 (0.25 = 25 %), got {tolerance!r}")
     argv = None
     if cmdline is not None or pid is not None:
         argv = read_argv(cmdline, pid)
     elif Path(after, "cmdline").is_file():
         argv = read_argv(Path(after, "cmdline"))
-    verdict = verify_arm(load_source(before), load_source(after), "--" + name, value or None, argv, instance)
+    verdict = verify_arm(load_source(before), load_source(after), name, value, argv, instance,
+                         tolerance=tolerance)
     if as_json:
         typer.echo(json.dumps(verdict.to_dict(), indent=2))
-        return
-    want = f"{verdict.flag} {verdict.value}" if verdict.value is not None else verdict.flag
-    typer.echo(f"arm {want}: {verdict.outcome.value.upper()} — {verdict.reason}")
-    for step in verdict.steps:
-        typer.echo(f"  {step.name:<12} {step.status.value:<8} {step.detail}")
-    if verdict.predicted:
-        p, o = verdict.predicted, verdict.observed
-        typer.echo(f"  predicted    busy per-stream {p['busy_per_stream_tokens_per_second']:.1f} tok/s, "
-                   f"TTFT x{p['ttft_stretch']:.2f} (from the before ledger: chunk step "
-                   f"{p['chunk_step_seconds']:.3f} s, decode-only step {p['decode_step_seconds']:.4f} s)")
-        replayed = p.get("ttft_p90_ratio_replay")
-        typer.echo(f"  predicted    busy TTFT p90 x{replayed:.2f} (replay of the before window's prefill trace)"
-                   if replayed is not None and math.isfinite(replayed)
-                   else "  predicted    busy TTFT p90: no replay (see --json)")
-        typer.echo(f"  observed     busy per-stream {o['busy_per_stream_tokens_per_second']:.1f} tok/s "
-                   f"({o['prediction_error']:+.0%} vs predicted), TTFT p90 x{o['ttft_p90_ratio']:.2f}")
+    else:
+        from rich.console import Console
+
+        from pdcensus.report.terminal_advice import render_arm
+
+        render_arm(verdict, Console(emoji=False, highlight=False))
+    code = ARM_EXIT_CODES[verdict.outcome]
+    if code:
+        raise SystemExit(code)  # the app runs with standalone_mode=False (see lint)
 
 
 @app.command()

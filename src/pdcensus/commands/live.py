@@ -1,5 +1,8 @@
 """`pdcensus record` (direct scrapes into a journal, or `--fpm` per-step records) and `pdcensus collect`.
 
+`collect` exits 0 when every requested channel was collected, 1 when one failed, 4 when the
+endpoint answered nothing (docs/commands.md).
+
 `record --fpm tcp://HOST:PORT` is the same recorder as `pdcensus fpm record`: it subscribes to
 an engine's Forward Pass Metrics publisher and appends every step (the exact step ledger on
 engines whose /metrics has no step time), until --duration or Ctrl-C.
@@ -145,15 +148,32 @@ def collect(
     url: Annotated[str, typer.Option("--url", help="The endpoint's base URL (/stats, /diagnostics, /metrics).")] = "http://127.0.0.1:7770",
     log_cmd: Annotated[Optional[str], typer.Option("--log-cmd", help="Command printing the engine's log, run without a shell as you, e.g. 'podman logs SVC'.")] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for each HTTP answer.")] = 10.0,
+    skip: Annotated[Optional[list[str]], typer.Option("--skip", help="An HTTP item not to ask for (stats, diagnostics or metrics; repeatable), e.g. on an engine that serves no /stats.")] = None,
 ) -> None:
-    """Collect the evidence the runbook reads on the endpoint's host into one .tar.gz bundle."""
-    from pdcensus.sources.bundle import collect_bundle
+    """Collect the evidence the runbook reads on the endpoint's host into one .tar.gz bundle.
+
+    Every item asked for is a requested channel. Exit 0 when all were collected; 1 when one
+    failed (the bundle holds the rest and its manifest says why); 4 when the URL answered
+    nothing at all (connection refused or no answer in time); 2 usage; 3 the bundle cannot be
+    written.
+    """
+    from pdcensus.sources.bundle import HTTP_ITEMS, collect_bundle
 
     manifest = collect_bundle(out, pid=pid, process_name=process_name, url=url, log_cmd=log_cmd,
-                              timeout_seconds=timeout)
+                              timeout_seconds=timeout, skip=tuple(skip or ()))
     for name, item in manifest["items"].items():
         if item["status"] == "ok":
             typer.echo(f"  ok      {name:<12} {item['bytes']:>9} bytes  from {item['source']}")
         else:
             typer.echo(f"  FAILED  {name:<12} {item['error']}  ({item['source']})")
     typer.echo(f"wrote {out}")
+    failed = [name for name, item in manifest["items"].items() if item["status"] != "ok"]
+    http = [item for name, item in manifest["items"].items() if name in HTTP_ITEMS]
+    if http and all(item.get("unreachable") for item in http):
+        typer.echo(f"error: {manifest['url']} could not be reached ({http[0]['error']}); the bundle holds only "
+                   "what did not need it", err=True)
+        raise SystemExit(4)  # SystemExit, not typer.Exit: the app runs with standalone_mode=False
+    if failed:
+        typer.echo(f"error: {len(failed)} requested channel(s) failed: {', '.join(failed)} (see the lines above; "
+                   "--skip an HTTP item the engine does not serve)", err=True)
+        raise SystemExit(1)

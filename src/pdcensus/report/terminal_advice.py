@@ -1,5 +1,6 @@
 """The terminal view of the advice: the knob, its env line and rollback, the predicted effect,
-the trade-off table, and the plan to verify the arm (argv, the counter, the bucket pair).
+the trade-off table, and the plan to verify the arm (argv, the counter, the bucket pair); and
+``verify-arm``'s answer, predicted beside observed with the tolerance (:func:`render_arm`).
 
 It reads only the typed recommendations the advice pass attached to the report
 (:class:`~pdcensus.advice.model.Recommendation`).
@@ -15,7 +16,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from pdcensus.advice.model import Recommendation
+from pdcensus.advice.model import ArmVerdict, Recommendation
 
 _TRADEOFF_COLUMNS = (
     ("interleave", "N", "{:.0f}"),
@@ -80,3 +81,58 @@ def render_advice(advice: Sequence[Recommendation], console: Console) -> None:
             parts.append(steps)
         title = f"advice for {rec.mechanism or '?'}: {rec.knob or '?'} {rec.value}"
         console.print(Panel(Group(*parts), title=_e(title), title_align="left"))
+
+
+_STATUS_STYLE = {"within": "green", "off-prediction": "bold red", "unpredicted-cost": "bold red",
+                 "undecided": "yellow"}
+_VERDICT_WORD = {"off-prediction": "OFF", "unpredicted-cost": "COST (unpredicted)"}
+_OUTCOME_STYLE = {"engaged": "bold green", "not-engaged": "bold red", "engaged-off-prediction": "bold yellow",
+                  "inconclusive": "bold cyan"}
+
+
+def _value(x: float, quantity: str) -> str:
+    if not math.isfinite(x):
+        return "-"
+    if quantity.startswith(("TTFT", "ITL")):
+        return f"{x * 1000:.1f} ms" if x < 1 else f"{x:.2f} s"
+    return f"{x:.1f}"
+
+
+def render_arm(verdict: ArmVerdict, console: Console) -> None:
+    """verify-arm's answer: the outcome, the three steps, then predicted vs observed side by side with the tolerance."""
+    want = f"{verdict.flag} {verdict.value}" if verdict.value is not None else verdict.flag
+    head = Text(f"arm {want}: ")
+    head.append(verdict.outcome.value.upper(), style=_OUTCOME_STYLE.get(verdict.outcome.value, "bold"))
+    head.append(f" — {verdict.reason}")
+    console.print(head)
+    steps = Table(show_header=False, show_edge=False, box=None, padding=(0, 1))
+    steps.add_column("step", style="bold", no_wrap=True)
+    steps.add_column("status", no_wrap=True)
+    steps.add_column("detail", overflow="fold")
+    for step in verdict.steps:
+        steps.add_row(step.name, step.status.value, Text(step.detail))
+    console.print(steps)
+    p = verdict.predicted
+    if p:
+        console.print(Text(f"prediction from the before window's ledger: chunk step {p['chunk_step_seconds']:.3f} s, "
+                           f"decode-only step {p['decode_step_seconds']:.4f} s, held steps per chunk step "
+                           f"{p['interleave']:.0f}"))
+    if not verdict.comparisons:
+        return
+    tol = verdict.tolerance
+    table = Table(title=Text(f"predicted vs observed (after / before, before window's bucket edges; tolerance "
+                             f"{tol:.0%}, judged on the 90 % interval)"), title_justify="left")
+    for col, justify in (("bucket", "left"), ("quantity", "left"), ("before -> after", "right"),
+                         ("observed (90 %)", "right"), ("predicted (band)", "right"), ("verdict", "left")):
+        table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    for c in verdict.comparisons:
+        if c.predicted:
+            wanted = f"x{c.predicted_ratio:.2f} ({c.predicted_ratio / (1 + tol):.2f}-{c.predicted_ratio * (1 + tol):.2f})"
+        else:
+            wanted = f"none (<= x{c.predicted_ratio * (1 + tol):.2f})"
+        interval = f" ({c.low:.2f}-{c.high:.2f})" if math.isfinite(c.low) and math.isfinite(c.high) else ""
+        table.add_row(Text(c.bucket), c.quantity, f"{_value(c.before, c.quantity)} -> {_value(c.after, c.quantity)}",
+                      _num(c.ratio, "x{:.2f}") + interval, wanted,
+                      Text(_VERDICT_WORD.get(c.status.value, c.status.value),
+                           style=_STATUS_STYLE.get(c.status.value, "")))
+    console.print(table)

@@ -25,6 +25,7 @@ import socket
 import subprocess
 import tarfile
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ FILES = {
     "metrics": "metrics.prom",
     "boot_log": "boot.log",
 }
+HTTP_ITEMS = ("stats", "diagnostics", "metrics")  # what collect asks the endpoint's URL for
 MANIFEST = "manifest.json"
 ALLOWED_MEMBERS = frozenset({MANIFEST, *FILES.values()})
 PRIVILEGE_COMMANDS = frozenset({"sudo", "doas", "su", "pkexec", "run0"})
@@ -59,6 +61,7 @@ class ItemResult:
     bytes: int = 0
     error: str = ""
     note: str = ""
+    unreachable: bool = False  # no answer at all (connection refused, timeout), not a bad answer
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"status": "ok" if self.ok else "failed", "source": self.source}
@@ -66,6 +69,8 @@ class ItemResult:
             out.update(file=self.file, bytes=self.bytes)
         else:
             out["error"] = self.error
+        if self.unreachable:
+            out["unreachable"] = True
         if self.note:
             out["note"] = self.note
         return out
@@ -144,9 +149,9 @@ def _http_item(client: httpx.Client, name: str, url: str, want_json: bool) -> tu
     try:
         resp = client.get(url)
     except httpx.TimeoutException:
-        return ItemResult(name, False, url, error="no answer in time"), b""
+        return ItemResult(name, False, url, error="no answer in time", unreachable=True), b""
     except httpx.TransportError as exc:
-        return ItemResult(name, False, url, error=f"{type(exc).__name__}: {exc}"), b""
+        return ItemResult(name, False, url, error=f"{type(exc).__name__}: {exc}", unreachable=True), b""
     if resp.status_code != 200:
         return ItemResult(name, False, url, error=f"HTTP {resp.status_code} {resp.reason_phrase}"), b""
     body = resp.content
@@ -191,10 +196,19 @@ def collect_bundle(
     url: str = "http://127.0.0.1:7770",
     log_cmd: str | None = None,
     timeout_seconds: float = 10.0,
+    skip: Collection[str] = (),
 ) -> dict[str, Any]:
-    """Collect the evidence into the tar.gz ``out``; returns the manifest (also in the archive)."""
+    """Collect the evidence into the tar.gz ``out``; returns the manifest (also in the archive).
+
+    ``skip`` names HTTP items not to ask for (an engine that serves no ``/stats`` or
+    ``/diagnostics``, such as vLLM): every item asked for is a requested channel, and
+    ``collect`` exits non-zero when one fails.
+    """
     if pid is not None and process_name is not None:
         raise UsageError("give --pid or --process-name, not both")
+    unknown = sorted(set(skip) - set(HTTP_ITEMS))
+    if unknown:
+        raise UsageError(f"cannot skip {', '.join(map(repr, unknown))}: expected one of: {', '.join(HTTP_ITEMS)}")
     log_argv = split_log_command(log_cmd) if log_cmd is not None else None
     base = url.rstrip("/")
     if not base.startswith(("http://", "https://")):
@@ -205,9 +219,9 @@ def collect_bundle(
     if pid is not None:
         items.append(_read_argv(pid))
     with httpx.Client(timeout=timeout_seconds, follow_redirects=False) as client:
-        items.append(_http_item(client, "stats", f"{base}/stats", True))
-        items.append(_http_item(client, "diagnostics", f"{base}/diagnostics", True))
-        items.append(_http_item(client, "metrics", f"{base}/metrics", False))
+        for name in HTTP_ITEMS:
+            if name not in skip:
+                items.append(_http_item(client, name, f"{base}/{name}", name != "metrics"))
     if log_argv is not None:
         items.append(_run_log_command(log_argv))
     manifest: dict[str, Any] = {

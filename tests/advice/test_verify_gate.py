@@ -1,0 +1,154 @@
+"""verify-arm as a gate: every exit code on real simulator runs, the three ways to write the knob,
+the tolerance, and the comparison of every bucket's TTFT and ITL (pdcensus.advice.gate).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from pdcensus.advice import gate
+from pdcensus.advice.arm_args import ARM_EXIT_CODES, parse_flag
+from pdcensus.advice.model import ArmOutcome, CompareStatus
+from pdcensus.errors import UsageError
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One hour each: step-time sharing without and with --prefill-interleave 2, and a preemption stall
+    without and with --max-num-seqs 32 (each arm at another seed: another day of the same load)."""
+    from pdcensus.sim.output import write_sim_dir
+    from pdcensus.sim.run import simulate
+
+    root = tmp_path_factory.mktemp("gate")
+    plan = {"sts": ("step-time-sharing", 5, {}), "interleave": ("step-time-sharing", 5, {"--prefill-interleave": "2"}),
+            "stall": ("preemption-stall", 1, {}), "seqs": ("preemption-stall", 2, {"--max-num-seqs": "32"})}
+    return {name: write_sim_dir(simulate(scenario, duration_seconds=3600, seed=seed, overrides=flags), root / name)
+            for name, (scenario, seed, flags) in plan.items()}
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pdcensus", "verify-arm", *args], capture_output=True, text=True,
+                          timeout=300)
+
+
+def test_exit_0_when_the_arm_engaged_and_every_bucket_stayed_within_the_tolerance(runs: dict[str, Path]) -> None:
+    proc = _cli("--before", str(runs["stall"]), "--after", str(runs["seqs"]), "--flag", "--max-num-seqs 32", "--json")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["verdict"] == "engaged" and out["tolerance"] == pytest.approx(gate.DEFAULT_TOLERANCE)
+    decided = [c for c in out["comparisons"] if c["status"] != "undecided"]
+    assert decided and all(c["status"] == "within" for c in decided)
+    assert {c["quantity"] for c in decided} >= {"TTFT p90", "ITL p99"}  # latencies of every bucket, not only the pair
+
+
+def test_exit_5_when_held_steps_raise_the_idle_buckets_ttft_that_nothing_predicted(runs: dict[str, Path]) -> None:
+    proc = _cli("--before", str(runs["sts"]), "--after", str(runs["interleave"]), "--flag", "--prefill-interleave",
+                "2", "--json")
+    assert proc.returncode == 5, proc.stdout + proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["verdict"] == "engaged-off-prediction"
+    assert [s["status"] for s in out["steps"]] == ["passed"] * 3  # it did engage
+    costs = [c for c in out["comparisons"] if c["status"] == "unpredicted-cost"]
+    assert costs and all(c["bucket"] == "idle" and c["quantity"].startswith("TTFT") for c in costs)
+    for c in costs:  # the whole interval of after / before lies above the allowed rise
+        assert c["interval"][0] > 1 + out["tolerance"] and not c["predicted"]
+
+
+def test_a_wider_tolerance_lets_the_same_arm_pass_and_the_terminal_shows_it(runs: dict[str, Path]) -> None:
+    proc = _cli("--before", str(runs["sts"]), "--after", str(runs["interleave"]), "--flag", "--prefill-interleave=2",
+                "--tolerance", "4")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "ENGAGED" in proc.stdout and "400%" in proc.stdout
+    assert "predicted vs observed" in proc.stdout and "per-stream tok/s" in proc.stdout
+
+
+def test_exit_1_when_the_flag_is_not_in_argv(runs: dict[str, Path]) -> None:
+    proc = _cli("--before", str(runs["sts"]), "--after", str(runs["sts"]), "--flag", "--prefill-interleave", "2")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "NOT-ENGAGED" in proc.stdout and "argv" in proc.stdout
+
+
+def test_exit_3_when_no_argv_can_prove_the_deploy(runs: dict[str, Path]) -> None:
+    # a bare recording file has no cmdline beside it: the counter and buckets agree, argv is unknown
+    proc = _cli("--before", str(runs["sts"]), "--after", str(runs["interleave"] / "metrics.om"), "--flag",
+                "--prefill-interleave=2", "--json")
+    assert proc.returncode == 3, proc.stdout + proc.stderr
+    assert json.loads(proc.stdout)["verdict"] == "inconclusive"
+
+
+def test_exit_3_with_one_line_when_a_recording_cannot_be_read(tmp_path: Path, runs: dict[str, Path]) -> None:
+    proc = _cli("--before", str(tmp_path / "missing.om"), "--after", str(runs["sts"]), "--flag", "--max-num-seqs=8")
+    assert proc.returncode == 3
+    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("args", [pytest.param(["--tolerance", "0"], id="zero-tolerance"),
+                                  pytest.param(["--flag", "--a 1 2"], id="three-words"),
+                                  pytest.param(["extra", "words"], id="two-values")])
+def test_exit_2_on_a_usage_error(args: list[str], runs: dict[str, Path]) -> None:
+    base = ["--before", str(runs["sts"]), "--after", str(runs["sts"])]
+    proc = _cli(*base, *(args if args[0] == "--flag" else ["--flag", "--prefill-interleave", *args]))
+    assert proc.returncode == 2
+    assert proc.stderr.startswith("error: ") and proc.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize(("flag", "rest"), [
+    pytest.param("--prefill-interleave 2", [], id="as-the-advice-prints-it"),
+    pytest.param("--prefill-interleave=2", [], id="equals"),
+    pytest.param("--prefill-interleave", ["2"], id="two-words"),
+    pytest.param("prefill-interleave=2", [], id="bare-name"),
+])
+def test_every_way_of_writing_the_knob_names_the_same_arm(flag: str, rest: list[str]) -> None:
+    assert parse_flag(flag, rest) == ("--prefill-interleave", "2")
+
+
+def test_a_knob_without_a_value_and_bad_forms() -> None:
+    assert parse_flag("--max-num-seqs") == ("--max-num-seqs", None)
+    for bad in ("--", "--x=1 2", "-- 2"):
+        with pytest.raises(UsageError):
+            parse_flag(bad)
+
+
+def test_every_outcome_has_its_documented_exit_code() -> None:
+    assert ARM_EXIT_CODES == {ArmOutcome.ENGAGED: 0, ArmOutcome.NOT_ENGAGED: 1, ArmOutcome.INCONCLUSIVE: 3,
+                              ArmOutcome.OFF_PREDICTION: 5}
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "commands.md").read_text()
+    assert "engaged-off-prediction" in doc and "| 5 |" in doc
+
+
+@pytest.mark.parametrize(("ratio", "low", "high", "predicted", "was_predicted", "want"), [
+    pytest.param(2.0, 1.5, 2.5, 1.0, False, CompareStatus.COST, id="whole-interval-above"),
+    pytest.param(2.0, 1.1, 3.0, 1.0, False, CompareStatus.WITHIN, id="interval-reaches-the-band"),
+    pytest.param(0.5, 0.4, 0.6, 1.0, False, CompareStatus.WITHIN, id="better-is-no-cost"),
+    pytest.param(0.5, 0.4, 0.6, 1.0, True, CompareStatus.OFF, id="predicted-two-sided"),
+    pytest.param(2.6, 2.2, 3.0, 2.6, True, CompareStatus.WITHIN, id="on-prediction"),
+    pytest.param(1.0, float("nan"), float("nan"), 1.0, True, CompareStatus.UNDECIDED, id="no-interval"),
+])
+def test_judge_calls_a_miss_only_when_the_whole_interval_is_beyond_the_tolerance(
+        ratio: float, low: float, high: float, predicted: float, was_predicted: bool, want: CompareStatus) -> None:
+    assert gate.judge(ratio, low, high, predicted, was_predicted, 0.25) is want
+
+
+def test_two_days_of_the_same_flags_pass_the_gate(runs: dict[str, Path], tmp_path: Path) -> None:
+    """Seed noise alone (same scenario and flags, another seed) is no cost in any bucket."""
+    from pdcensus.advice.verify import bucket_pair, read_window
+    from pdcensus.sim.output import write_sim_dir
+    from pdcensus.sim.run import simulate
+    from pdcensus.sources.load import load_source
+
+    other = write_sim_dir(simulate("step-time-sharing", duration_seconds=3600, seed=6), tmp_path / "sts6")
+    b, a = read_window(load_source(runs["sts"])), read_window(load_source(other))
+    pair = bucket_pair(b.signals, a.signals)
+    comparisons = gate.compare_arm(b.signals, a.signals, pair.before_index, pair.after_index,
+                                   tuple(r.bucket for r in pair.before.rows), {}, float("nan"))
+    assert len(comparisons) >= 10
+    assert not [c for c in comparisons if c.status in (CompareStatus.COST, CompareStatus.OFF)]
+    assert np.isfinite([c.ratio for c in comparisons if c.status is CompareStatus.WITHIN]).all()
