@@ -78,6 +78,7 @@ def _advise(reports: Sequence[CensusReport], source: object, evidence: str | Pat
     from pdcensus.advice.recommend import DEFAULT_TARGET_DECODE_SHARE
     from pdcensus.sources.bundle import Bundle, find_side_channels, read_bundle
 
+    asked = evidence is not None and evidence != AUTO  # named by the caller: unreadable is an error
     if evidence == AUTO:
         evidence = find_side_channels(source) if isinstance(source, (str, Path)) else None
     bundle: Bundle | None = None
@@ -86,6 +87,8 @@ def _advise(reports: Sequence[CensusReport], source: object, evidence: str | Pat
         try:
             bundle = read_bundle(evidence)
         except DataError as exc:
+            if asked:
+                raise DataError(f"--evidence: {exc}") from None
             unreadable = str(exc)
     share = DEFAULT_TARGET_DECODE_SHARE if target_decode_share is None else target_decode_share
     return [attach_advice(r, bundle, share,

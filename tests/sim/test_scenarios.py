@@ -21,6 +21,7 @@ INTENDED = {
     "eviction-tail": ("eviction", ["eviction"]),
     "preemption-stall": ("preemption-stall", ["preemption-stall"]),
     "mixed": ("mixed", ["eviction", "preemption-stall"]),
+    "overloaded": ("preemption-stall", ["preemption-stall"]),  # and over capacity: see the capacity truth
     "healthy": ("step-time-sharing", []),
     "chunking-overhead": ("none", []),
     "idle": ("inconclusive", []),

@@ -10,6 +10,9 @@ evidence bundle (``pdcensus collect``, or a simulator output directory) with
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from pdcensus.advice.capacity import box_first, read_diagnostics
 from pdcensus.advice.endpoint_report import EndpointReport, SideEvidence
 from pdcensus.advice.evidence import BootLedger, flags_from_argv, parse_boot_ledger
 from pdcensus.advice.recommend import DEFAULT_TARGET_DECODE_SHARE, recommend
@@ -68,6 +71,11 @@ def attach_advice(
                              argv=" ".join(bundle.argv) if bundle.argv else None,
                              boot_ledger=_boot_facts(boot) if bundle.boot_lines else None,
                              prefix_hit_depths=len(depths), missing=missing)
+    box = read_diagnostics(bundle.diagnostics) if bundle is not None else None
+    if box is not None:
+        cited = replace(cited, diagnostics=box.to_dict())
     recs = recommend(report, flags=flags, boot=boot, target_decode_share=target_decode_share,
                      prefix_hit_depths_tokens=depths, trace=trace)
+    if box is not None and box.box_is_the_limit:  # the box before any knob (pdcensus.advice.capacity)
+        recs = (box_first(box), *recs)
     return EndpointReport.of(report, recs, cited)

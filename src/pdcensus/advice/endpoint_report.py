@@ -42,6 +42,8 @@ class SideEvidence:
     boot_ledger: Mapping[str, int] | None = None
     prefix_hit_depths: int = 0
     missing: tuple[str, ...] = ()
+    # /diagnostics as read by pdcensus.advice.capacity.read_diagnostics (BoxReading.to_dict())
+    diagnostics: Mapping[str, object] | None = None
 
     def to_dict(self) -> dict[str, object]:
         """The JSON ``side_evidence`` object: only the keys a channel filled, in a fixed order."""
@@ -56,6 +58,8 @@ class SideEvidence:
             out["boot_ledger"] = dict(self.boot_ledger)
         if self.prefix_hit_depths:
             out["prefix_hit_depths_tokens"] = {"n": self.prefix_hit_depths, "from": PREFIX_DEPTHS_FROM}
+        if self.diagnostics is not None:
+            out["diagnostics"] = dict(self.diagnostics)
         if self.missing:
             out["missing"] = list(self.missing)
         return out

@@ -307,7 +307,12 @@ def recommend(report: CensusReport, flags: Mapping[str, str] | None = None, boot
     self_made = any(t.fired and "prefix" in t.name for t in report.traps)
     if self_made and prefix_hit_depths_tokens:
         out.append(recommend_checkpoints(prefix_hit_depths_tokens, flags))
-    return tuple(_weigh_severity(r, report) for r in out)
+    recs = tuple(_weigh_severity(r, report) for r in out)
+    if report.overload is not None and report.overload.overloaded:  # capacity before knobs: no knob is the fix
+        from pdcensus.advice.capacity import capacity_first
+
+        return capacity_first(report, recs)
+    return recs
 
 
 def _weigh_severity(rec: Recommendation, report: CensusReport) -> Recommendation:

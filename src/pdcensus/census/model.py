@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Any
 
 from pdcensus.census.client_felt import ClientFelt
+from pdcensus.census.overload_model import OverloadResult
 from pdcensus.census.verdict_model import (
     DoseResponse,
     Evidence,
@@ -278,6 +279,8 @@ class CensusReport:
     passes: tuple[PassRecord, ...] = field(default=())
     # what users felt, from per-request client records when given (--client-records)
     client_felt: ClientFelt | None = None
+    # capacity before knobs: is the endpoint over capacity (pdcensus.census.overload)
+    overload: OverloadResult | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of schema ``pdcensus/census/v2``."""
@@ -303,6 +306,7 @@ class CensusReport:
             "source_warnings": list(self.source_warnings),
             "passes": plain(self.passes),
             "client_felt": plain(self.client_felt),
+            "overload": plain(self.overload),
         }
 
 

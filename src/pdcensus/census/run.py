@@ -27,6 +27,7 @@ from pdcensus.census.lag import TAIL_WINDOW_SECONDS, history, lag_test
 from pdcensus.census.ledger import LedgerExcess, step_ledger
 from pdcensus.census.measure import Measured, verdict_inputs
 from pdcensus.census.model import CensusReport, LedgerResult, LossShares, ShapeResult, Timeline
+from pdcensus.census.overload import detect_overload
 from pdcensus.census.passes import runbook_passes
 from pdcensus.census.preemption import preemption_bursts
 from pdcensus.census.prefill_progress import PrefillBasis
@@ -213,7 +214,7 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     passes = runbook_passes(det.profile, shape, ledger, table, lag, ttft, preemption, inputs)
     return CensusReport(source, endpoint.job, endpoint.instance, det.profile.name, det.reason, verdict, shape, ledger, table,
                         client_table, lag, ttft, preemption, traps, losses, _timeline(s, running), passes=passes,
-                        client_felt=felt)
+                        client_felt=felt, overload=detect_overload(s, options.replicates))
 
 
 def _client_felt(records: tuple[ClientRequest, ...], s: ShapeSignals, busy: np.ndarray) -> ClientFelt | None:

@@ -111,6 +111,11 @@ def verdict_blocks(report: CensusReport) -> list[Block]:
             + f". {dr.reason}."))
     for w in v.withheld:
         out.append(Paragraph(f"Withheld: {w}", Tone.WARNING))
+    over = report.overload
+    if over is not None and over.available:  # capacity before knobs (pdcensus.census.overload)
+        out.append(Callout(label="capacity", value="overloaded" if over.overloaded else "within capacity",
+                           detail=over.reason + ("; no knob is the fix, see the advice" if over.overloaded else ""),
+                           tone=Tone.WARNING if over.overloaded else Tone.GOOD))
     felt = report.client_felt
     if felt is not None:
         out.append(Table(

@@ -1,6 +1,7 @@
-"""The terminal view of a census report (rich): verdict and confidence first, then evidence.
+"""The terminal view of a census report (rich): verdict and confidence first, then the advice, then evidence.
 
-Written for someone paged at 3 a.m.: the first lines say which mechanism, how sure, and
+Written for someone paged at 3 a.m.: the first lines say which mechanism, how sure, whether the
+endpoint is over capacity, and what to do about it (the advice, where it is acted on); then
 (if unsure) what data would settle it; the tables below are the evidence in the
 runbook's order (shape, ledger, buckets, lag, preemption, traps), then which of the runbook's
 steps could run on this engine's metrics and why not the rest. It only reads the
@@ -63,7 +64,7 @@ def _bucket_table(title: str, b: BucketTable) -> Table:
     t = Table(title=title, title_justify="left")
     for col in ("bucket", "samples", "decode tok/s", "per-stream tok/s", "vs idle", "TTFT p50", "p90", "p99",
                 "ITL p99", "preemptions"):
-        t.add_column(col, justify="left" if col == "bucket" else "right")
+        t.add_column(col, justify="left" if col == "bucket" else "right", overflow="fold")
     for r in b.rows:
         t.add_row(_e(r.bucket), str(r.samples), _f(r.decode_tokens_per_second, ".0f"),
                   _f(r.per_stream_tokens_per_second, ".1f"), _f(r.per_stream_vs_idle, ".2f"),
@@ -87,9 +88,16 @@ def render(report: CensusReport, console: Console) -> None:
                     + ("" if dr.stable else "; unstable, not used as evidence"))
     for w in v.withheld:
         head.append(f"\nwithheld: {w}", style="bold red")
+    over = report.overload
+    if over is not None and over.overloaded:  # capacity before knobs: named in the headline
+        head.append("\noverloaded", style="bold red")
+        head.append(f": the endpoint is over capacity, no knob is the fix; {over.reason}")
     # Text, not markup: a label value is data (no markup, no emoji codes)
     console.print(Panel(head, title=Text(f"pdcensus census - {report.instance} ({report.job}) - {report.profile}"),
                         subtitle=Text(report.source), expand=False))
+    from pdcensus.report.terminal_advice import render_advice
+
+    render_advice(advice_of(report), console)  # where it is acted on: right after the headline
     if v.found:
         ft = Table(title="Found: each mechanism whose signature is in the data, and what it costs", title_justify="left")
         for col in ("mechanism", "severity", "loss", "90% int.", "depth", "acts", "ITL p99", "conf", "signature"):
@@ -104,7 +112,7 @@ def render(report: CensusReport, console: Console) -> None:
         ct = Table(title=f"What users felt (client records, clock offset {felt.alignment.offset_seconds:+.1f} s; "
                          f"decode busy/idle as felt: {_f(felt.tpot_ratio, '.2f')})", title_justify="left")
         for col in ("requests", "n", "TTFT p50", "TTFT p90", "TPOT p50", "TPOT p90"):
-            ct.add_column(col, justify="left" if col == "requests" else "right")
+            ct.add_column(col, justify="left" if col == "requests" else "right", overflow="fold")
         for label, side in (("arrived while prefill busy", felt.arrived_busy), ("arrived while idle", felt.arrived_idle),
                             ("decoded mostly beside prefill", felt.decoded_busy),
                             ("decoded mostly without", felt.decoded_idle)):
@@ -143,7 +151,7 @@ def render(report: CensusReport, console: Console) -> None:
                       f"{_f(lg.decode_step_inflation_after_prefill, '.2f')}")
         lt = Table(title="Ledger by prefill bucket", title_justify="left")
         for col in ("bucket", "intervals", "decode-only step", "chunk step", "chunk steps"):
-            lt.add_column(col, justify="right")
+            lt.add_column(col, justify="right", overflow="fold")
         for b in lg.by_bucket:
             lt.add_row(_e(b.bucket), str(b.intervals), _ms(b.decode_step_seconds), _ms(b.chunk_step_seconds),
                        _f(b.chunk_steps, ".0f"))
@@ -163,7 +171,7 @@ def render(report: CensusReport, console: Console) -> None:
     if lag.available:
         lt = Table(title="Lag test (per-stream rate, busy-at-lag / idle-at-lag)", title_justify="left")
         for col in ("lag", "effect", "90% interval", "busy n", "idle n"):
-            lt.add_column(col, justify="right")
+            lt.add_column(col, justify="right", overflow="fold")
         wanted = {m * 60 for m in _LAG_MINUTES}
         step = lag.points[1].lag_seconds if len(lag.points) > 1 else 60.0
         for p in lag.points:
@@ -204,9 +212,8 @@ def render(report: CensusReport, console: Console) -> None:
     for t in report.traps:
         tr.add_row(_e(t.name), "[bold red]FIRED[/bold red]" if t.fired else "no", _e(t.text))
     console.print(tr)
-    from pdcensus.report.terminal_advice import render_advice
-
-    render_advice(advice_of(report), console)
+    if over is not None and over.available and not over.overloaded:
+        console.print(f"[bold]Capacity:[/bold] {_e(over.reason)}")
 
 
 def render_text(report: CensusReport, width: int = 120) -> str:

@@ -41,7 +41,7 @@ def _tradeoff(rows: Sequence[Mapping[str, float | str]], chosen: str) -> Table:
     table = Table(title="trade-off", title_justify="left", show_edge=False)
     present = [c for c in _TRADEOFF_COLUMNS if any(c[0] in r for r in rows)]
     for _key, head, _fmt in present:
-        table.add_column(head, justify="right")
+        table.add_column(head, justify="right", overflow="fold")
     for row in rows:
         cells = [_num(row.get(key), fmt) for key, _head, fmt in present]
         style = "bold" if cells and cells[0] == chosen else None

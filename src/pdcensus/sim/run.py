@@ -24,7 +24,7 @@ from pdcensus.sim.evidence import boot_log, diagnostics, stats
 from pdcensus.sim.exporter import RECORDING_PROFILES, RecordingAssembler
 from pdcensus.sim.hardware import Hardware
 from pdcensus.sim.scenarios import Perturbation, Scenario, get_scenario, perturbed, timeline, with_overrides
-from pdcensus.sim.truth import RULE, judge
+from pdcensus.sim.truth import RULE, capacity_truth, judge
 from pdcensus.sim.workload import WorkloadFeeder
 
 EPOCH_SECONDS = 1_793_491_200.0  # 2026-11-01T00:00:00Z
@@ -159,6 +159,8 @@ def simulate_scenario(
 
 def _segment_truth(engine: Engine, build: Build, config: EngineConfig, start: float, end: float) -> dict[str, Any]:
     verdict = judge(engine.ledger)
+    arrived = int(engine.tallies.tgi_input_length.count)  # every request the engine took in (ingested)
+    capacity = capacity_truth(arrived, int(engine.tallies.finished_requests), len(engine.waiting), config.max_num_seqs)
     return {
         "start": EPOCH_SECONDS + start,
         "end": EPOCH_SECONDS + end,
@@ -166,6 +168,7 @@ def _segment_truth(engine: Engine, build: Build, config: EngineConfig, start: fl
         "flags": config.flags(),
         "argv": config.argv(),
         **verdict,
+        "capacity": capacity,
     }
 
 
@@ -177,7 +180,7 @@ def _truth(
     last = segments[-1]
     keys = ("mechanism", "mechanisms", "found", "dominant", "allowed", "loss_seconds", "loss_share", "loss_share_of_lost",
             "decode_step_seconds", "chunk_step_seconds", "prefix_hit_cut_share", "held_steps", "preemptions",
-            "mean_decoders")
+            "mean_decoders", "capacity")
     truth: dict[str, Any] = {
         "scenario": scenario,
         "seed": seed,

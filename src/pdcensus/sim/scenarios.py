@@ -109,6 +109,11 @@ SELF_MADE = Workload(
               turn_tokens=Lengths(200, 0.5, 16, 2000), output=Lengths(300, 0.5, 16, 2000),
               turns=Lengths(10, 0.4, 3, 30), think_seconds=20.0),),
 )
+# more work than the engine can serve: chat at twice what a KV-tight batch completes, so the queue
+# grows all window and the full KV cache preempts a sequence every few seconds (no burst to ride out)
+OVERLOAD_FLAGS = {"--num-gpu-blocks-override": "6144"}
+OVERLOAD = Workload((Stream("chat", Arrivals(ArrivalKind.POISSON, 1.5), Lengths(150, 0.5, 16, 4000),
+                            Lengths(3000, 0.35, 256, 8000)),))
 IDLE = Workload((Stream("health-check", Arrivals(ArrivalKind.PERIODIC, 1 / 300), Lengths(16, 0.0),
                         Lengths(4, 0.0)),))
 
@@ -137,6 +142,8 @@ SCENARIOS: dict[str, Scenario] = {
         _one("mixed", "eviction tail and preemption stalls together",
              {**EVICTION_FLAGS, **PREEMPTION_FLAGS},
              Workload(EVICTION.streams[1:] + PREEMPTION.streams)),
+        _one("overloaded", "arrivals above capacity: the queue grows all window, preemptions are continuous; no knob "
+             "fixes it", OVERLOAD_FLAGS, OVERLOAD),
         _one("healthy", "light chat traffic: short prompts, decode barely disturbed", {}, HEALTHY),
         _one("chunking-overhead", "tool calls: prompts of a few dozen tokens, chunk steps only 5-15 % longer "
              "than decode-only steps (no collapse)", {}, CHUNKING_OVERHEAD),

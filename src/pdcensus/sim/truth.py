@@ -186,5 +186,19 @@ def judge(ledger: LossLedger) -> dict[str, object]:
     }
 
 
+# The endpoint is OVER CAPACITY when, at the end of a process, the requests it took in and has not
+# started (the waiting queue, preempted ones included) are more than a full batch and more than
+# 5 % of all it took in: work arrived faster than the engine completed it, whatever the scrape saw.
+CAPACITY_RULE = ("OVERLOADED when, at the end of a process, the requests waiting for admission are at least "
+                 "max(--max-num-seqs, 5% of the requests that arrived): arrivals outran completions")
+BACKLOG_SHARE = 0.05
+
+
+def capacity_truth(arrived: int, finished: int, waiting_end: int, max_num_seqs: int) -> dict[str, object]:
+    """The engine's own accounting of arrivals against completions, and :data:`CAPACITY_RULE` applied to it."""
+    return {"overloaded": waiting_end >= max(max_num_seqs, BACKLOG_SHARE * arrived),
+            "arrived": arrived, "finished": finished, "waiting_end": waiting_end, "rule": CAPACITY_RULE}
+
+
 def _mean(total: float, n: int) -> float | None:
     return round(total / n, 9) if n else None

@@ -270,7 +270,8 @@ def _members_from_tar(path: Path) -> dict[str, bytes]:
                 fh = tar.extractfile(member)
                 out[name] = fh.read() if fh else b""
     except (tarfile.TarError, EOFError, OSError) as exc:
-        raise DataError(f"{path}: not a readable bundle (.tar.gz): {exc}") from None
+        why = " ".join(str(exc).split())  # tarfile lists each method tried on its own line: one line here
+        raise DataError(f"{path}: not a readable bundle (.tar.gz): {why}") from None
     return out
 
 
