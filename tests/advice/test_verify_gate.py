@@ -5,6 +5,7 @@ the tolerance, and the comparison of every bucket's TTFT and ITL (pdcensus.advic
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,8 +36,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "COLUMNS": "200"}  # a wide terminal: one table row per line
     return subprocess.run([sys.executable, "-m", "pdcensus", "verify-arm", *args], capture_output=True, text=True,
-                          timeout=300)
+                          timeout=300, env=env)
 
 
 def test_exit_0_when_the_arm_engaged_and_every_bucket_stayed_within_the_tolerance(runs: dict[str, Path]) -> None:

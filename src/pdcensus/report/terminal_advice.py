@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+
+from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.markup import escape as _e
 from rich.panel import Panel
@@ -85,7 +87,7 @@ def render_advice(advice: Sequence[Recommendation], console: Console) -> None:
 
 _STATUS_STYLE = {"within": "green", "off-prediction": "bold red", "unpredicted-cost": "bold red",
                  "undecided": "yellow"}
-_VERDICT_WORD = {"off-prediction": "OFF", "unpredicted-cost": "COST (unpredicted)"}
+_VERDICT_WORD = {"off-prediction": "OFF", "unpredicted-cost": "COST"}
 _OUTCOME_STYLE = {"engaged": "bold green", "not-engaged": "bold red", "engaged-off-prediction": "bold yellow",
                   "inconclusive": "bold cyan"}
 
@@ -120,12 +122,14 @@ def render_arm(verdict: ArmVerdict, console: Console) -> None:
     if not verdict.comparisons:
         return
     tol = verdict.tolerance
-    table = Table(title=Text(f"predicted vs observed (after / before, before window's bucket edges; tolerance "
-                             f"{tol:.0%}, judged on the 90 % interval)"), title_justify="left")
+    table = Table(title=Text(f"predicted vs observed, after / before (tolerance {tol:.0%}, on the 90 % interval)"),
+                  title_justify="left", box=box.SIMPLE_HEAD)
     for col, justify in (("bucket", "left"), ("quantity", "left"), ("before -> after", "right"),
                          ("observed (90 %)", "right"), ("predicted (band)", "right"), ("verdict", "left")):
         table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
-    for c in verdict.comparisons:
+    shown = [c for c in verdict.comparisons
+             if (c.predicted and c.bucket == "busy") or c.status.value in ("off-prediction", "unpredicted-cost")]
+    for c in shown:
         if c.predicted:
             wanted = f"x{c.predicted_ratio:.2f} ({c.predicted_ratio / (1 + tol):.2f}-{c.predicted_ratio * (1 + tol):.2f})"
         else:
@@ -136,3 +140,9 @@ def render_arm(verdict: ArmVerdict, console: Console) -> None:
                       Text(_VERDICT_WORD.get(c.status.value, c.status.value),
                            style=_STATUS_STYLE.get(c.status.value, "")))
     console.print(table)
+    rest = [c for c in verdict.comparisons if c not in shown]
+    undecided = sum(c.status.value == "undecided" for c in rest)
+    console.print(Text(f"{len(rest) - undecided} other bucket latencies (TTFT p50/p90/p99, ITL p50/p99 of every "
+                       f"bucket) within {tol:.0%}" + (f"; {undecided} undecided (too few observations)"
+                                                       if undecided else "") + "; OFF = a prediction missed, COST = a "
+                       "rise nothing predicted; --json lists every comparison"))
