@@ -1,0 +1,82 @@
+"""verify-arm's gate on simulator pairs: false alarms on seed noise, and what it says of real arms.
+
+Noise: the same scenario and flags at two seeds (another day of the same load), compared as an arm
+would be (every bucket's TTFT p50/p90/p99 and ITL p50/p99, no prediction, ``--tolerance`` 0.25):
+any ``unpredicted-cost`` there is a false alarm. Arms: the step-time-sharing load at N = 0 against
+``--prefill-interleave N`` (another seed), the preemption stall against ``--max-num-seqs 32``, the
+eviction tail against ``--prefill-span 1`` with its one-interval budget; the outcome and the
+comparisons that decided it. Usage::
+
+    python bench/verify_gate.py [--duration 7200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+
+from pdcensus.advice import gate
+from pdcensus.advice.arm_args import ARM_EXIT_CODES
+from pdcensus.advice.evidence import read_argv
+from pdcensus.advice.model import CompareStatus
+from pdcensus.advice.verify import bucket_pair, read_window, verify_arm
+from pdcensus.sim.output import write_sim_dir
+from pdcensus.sim.run import simulate
+from pdcensus.sources.load import load_source
+
+NOISE = ("step-time-sharing", "healthy", "eviction-tail", "preemption-stall", "self-made-prefill", "protected")
+ARMS = (
+    ("step-time-sharing", {}, "--prefill-interleave", "1"),
+    ("step-time-sharing", {}, "--prefill-interleave", "2"),
+    ("step-time-sharing", {}, "--prefill-interleave", "3"),
+    ("preemption-stall", {}, "--max-num-seqs", "32"),
+    ("eviction-tail", {"--max-num-batched-tokens": "4096"}, "--prefill-span", "1"),
+)
+
+
+def noise_rows(duration: float) -> list[str]:
+    rows = ["| scenario | seeds | comparisons decided | undecided | false alarms (cost or off) |", "|---|---|---|---|---|"]
+    for name in NOISE:
+        for a, b in ((1, 2), (2, 1)):
+            before = read_window(simulate(name, duration_seconds=duration, seed=a).recording)
+            after = read_window(simulate(name, duration_seconds=duration, seed=b).recording)
+            pair = bucket_pair(before.signals, after.signals)
+            cs = gate.compare_arm(before.signals, after.signals, pair.before_index, pair.after_index,
+                                  tuple(r.bucket for r in pair.before.rows), {}, float("nan"))
+            undecided = sum(c.status is CompareStatus.UNDECIDED for c in cs)
+            alarms = [gate.describe(c) for c in cs if c.status in (CompareStatus.COST, CompareStatus.OFF)]
+            rows.append(f"| {name} | {a} -> {b} | {len(cs) - undecided} | {undecided} | "
+                        f"{len(alarms)}{': ' + '; '.join(alarms) if alarms else ''} |")
+    return rows
+
+
+def arm_rows(duration: float, root: Path) -> list[str]:
+    rows = ["| before | arm | outcome | exit | what decided it |", "|---|---|---|---|---|"]
+    for name, extra, flag, value in ARMS:
+        before = write_sim_dir(simulate(name, duration_seconds=duration, seed=1), root / f"{name}-before")
+        after = write_sim_dir(simulate(name, duration_seconds=duration, seed=2, overrides={**extra, flag: value}),
+                              root / f"{name}-{flag.strip('-')}-{value}")
+        v = verify_arm(load_source(before), load_source(after), flag, value, read_argv(after))
+        decided = [gate.describe(c) for c in v.comparisons
+                   if c.status in (CompareStatus.COST, CompareStatus.OFF) or (c.predicted and c.bucket == "busy")]
+        rows.append(f"| {name} | {flag} {value} | {v.outcome.value} | {ARM_EXIT_CODES[v.outcome]} | "
+                    f"{'; '.join(decided) if decided else v.reason} |")
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--duration", type=float, default=7200.0)
+    args = parser.parse_args()
+    t0 = time.perf_counter()
+    print("\n".join(noise_rows(args.duration)))
+    print()
+    with tempfile.TemporaryDirectory() as tmp:
+        print("\n".join(arm_rows(args.duration, Path(tmp))))
+    print(f"\n({time.perf_counter() - t0:.0f} s wall)")
+
+
+if __name__ == "__main__":
+    main()
