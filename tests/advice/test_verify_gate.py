@@ -154,3 +154,18 @@ def test_two_days_of_the_same_flags_pass_the_gate(runs: dict[str, Path], tmp_pat
     assert len(comparisons) >= 10
     assert not [c for c in comparisons if c.status in (CompareStatus.COST, CompareStatus.OFF)]
     assert np.isfinite([c.ratio for c in comparisons if c.status is CompareStatus.WITHIN]).all()
+
+
+def test_the_replicates_quantile_is_prometheus_histogram_quantile(runs: dict[str, Path]) -> None:
+    """quantile_rows (the bootstrap's matrix form) gives what series.quantile gives, on a real TTFT histogram."""
+    from pdcensus.advice.verify import read_window
+    from pdcensus.series.profiles import Signal
+    from pdcensus.series.quantile import quantile_of_bounds
+    from pdcensus.sources.load import load_source
+
+    h = read_window(load_source(runs["sts"])).signals.histograms[Signal.TTFT]
+    cumulative = np.cumsum(np.nan_to_num(h.increases), axis=0)  # every prefix of the window: many shapes
+    for q in (0.0, 0.5, 0.9, 0.99, 1.0):
+        got = gate.quantile_rows(q, h.upper_bounds, cumulative)
+        want = np.array([quantile_of_bounds(q, h.upper_bounds, row) for row in cumulative])
+        np.testing.assert_allclose(got, want, equal_nan=True)

@@ -122,10 +122,10 @@ def render_arm(verdict: ArmVerdict, console: Console) -> None:
     if not verdict.comparisons:
         return
     tol = verdict.tolerance
-    table = Table(title=Text(f"predicted vs observed, after / before (tolerance {tol:.0%}, on the 90 % interval)"),
+    table = Table(title=Text(f"predicted vs observed, after / before (tolerance {tol:.0%}, on family-wise intervals)"),
                   title_justify="left", box=box.SIMPLE_HEAD)
     for col, justify in (("bucket", "left"), ("quantity", "left"), ("before -> after", "right"),
-                         ("observed (90 %)", "right"), ("predicted (band)", "right"), ("verdict", "left")):
+                         ("observed (interval)", "right"), ("predicted (band)", "right"), ("verdict", "left")):
         table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
     shown = [c for c in verdict.comparisons
              if (c.predicted and c.bucket == "busy") or c.status.value in ("off-prediction", "unpredicted-cost")]
