@@ -37,7 +37,8 @@ ARMS = (
 
 
 def noise_rows(duration: float) -> list[str]:
-    rows = ["| scenario | seeds | comparisons decided | undecided | false alarms (cost or off) |", "|---|---|---|---|---|"]
+    rows = ["| scenario | seeds | comparisons decided | undecided | false alarms (cost or off) |",
+            "|---|---|---|---|---|"]
     for name in NOISE:
         for a, b in ((1, 2), (2, 1)):
             before = read_window(simulate(name, duration_seconds=duration, seed=a).recording)

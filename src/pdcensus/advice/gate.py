@@ -218,16 +218,16 @@ def compare_arm(before: ShapeSignals, after: ShapeSignals, before_index: np.ndar
     pending: list[Pending] = []
     rate = predicted.get("busy_per_stream_tokens_per_second", math.nan)
     if math.isfinite(rate) and math.isfinite(busy_rate_before) and busy_rate_before > 0:
-        pending.append(_rate_pending(busy_rate_before, a, after_index > 0, rate,
-                                     "busy bucket mix under N, from the before ledger (advice.predict.busy_bucket_rate)"))
+        why = "busy bucket mix under N, from the before ledger (advice.predict.busy_bucket_rate)"
+        pending.append(_rate_pending(busy_rate_before, a, after_index > 0, rate, why))
     ttft, basis = predicted.get("ttft_p90_ratio_replay", math.nan), "replay of the before window's prefill trace"
     if not math.isfinite(ttft):
         ttft, basis = predicted.get("ttft_p90_ratio_queueing", math.nan), "M/M/1 on the before window's prefill load"
     hb, ha = before.histograms.get(Signal.TTFT), after.histograms.get(Signal.TTFT)
     if math.isfinite(ttft) and hb is not None and ha is not None:
-        pending.append(_ratio_pending("TTFT p90", "busy", _quantiles(ha, (after_index > 0).astype(float), a.weights, 0.9),
-                                      _quantiles(hb, (before_index > 0).astype(float), b.weights, 0.9), ttft, True,
-                                      basis, two_sided=True))
+        qa = _quantiles(ha, (after_index > 0).astype(float), a.weights, 0.9)
+        qb = _quantiles(hb, (before_index > 0).astype(float), b.weights, 0.9)
+        pending.append(_ratio_pending("TTFT p90", "busy", qa, qb, ttft, True, basis, two_sided=True))
     pending.extend(latency_pending(b, a, labels, ttft if math.isfinite(ttft) else None, basis))
     level = FAMILY_ALPHA / max(1, sum(p.enough for p in pending))
     return tuple(_judged(p, level, tolerance) for p in pending)

@@ -297,5 +297,10 @@ def verify_arm(before: Recording, after: Recording, flag: str, value: str | None
     else:
         outcome, reason = ArmOutcome.ENGAGED, (f"argv, counter and bucket pair agree, and every prediction and "
                                                f"bucket latency is within {tolerance:.0%}")
+    over = [name for name, w in (("before", w_before), ("after", w_after))
+            if w.report.overload is not None and w.report.overload.overloaded]
+    if over and outcome is not ArmOutcome.NOT_ENGAGED:  # capacity before knobs (pdcensus.census.overload)
+        reason += (f"; note: the endpoint is over capacity in the {' and '.join(over)} window (census): a knob "
+                   "moves the wait, it cannot fix it")
     return ArmVerdict(knob.flag, value, outcome, failed.name if failed else None, reason, tuple(steps),
                       predicted, observed, tolerance, comparisons)

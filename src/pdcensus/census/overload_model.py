@@ -1,4 +1,8 @@
-"""The overload finding's typed shape (:mod:`pdcensus.census.overload` computes it), apart so the report model imports no numpy pass."""
+"""The overload finding's typed shape, apart from :mod:`pdcensus.census.overload` (which computes it).
+
+The report model imports this module; the pass itself reads the census's signals, which import
+the report model, so keeping the shape here keeps the imports a tree.
+"""
 
 from __future__ import annotations
 

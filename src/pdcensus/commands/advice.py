@@ -82,9 +82,11 @@ def verify_arm_command(
 ) -> None:
     """Prove an arm engaged (the flag in argv, the counter it moves, the bucket pair), then gate on the prediction.
 
-    Exit 0 ENGAGED and within the prediction; 1 NOT-ENGAGED; 5 ENGAGED but off the prediction
-    beyond --tolerance, or with a TTFT/ITL cost in some bucket that nothing predicted; 3
-    INCONCLUSIVE (the data cannot decide) or unreadable data; 2 usage.
+    Exit 0: ENGAGED and within the prediction. Exit 1: NOT-ENGAGED.
+
+    Exit 5: ENGAGED, but off the prediction beyond --tolerance, or a bucket's TTFT/ITL rose unpredicted.
+
+    Exit 3: INCONCLUSIVE (the data cannot decide) or unreadable data. Exit 2: usage.
     """
     from pdcensus.advice.evidence import read_argv
     from pdcensus.advice.verify import verify_arm

@@ -152,10 +152,11 @@ def collect(
 ) -> None:
     """Collect the evidence the runbook reads on the endpoint's host into one .tar.gz bundle.
 
-    Every item asked for is a requested channel. Exit 0 when all were collected; 1 when one
-    failed (the bundle holds the rest and its manifest says why); 4 when the URL answered
-    nothing at all (connection refused or no answer in time); 2 usage; 3 the bundle cannot be
-    written.
+    Every item asked for is a requested channel. Exit 0: all were collected.
+
+    Exit 1: one failed (the bundle holds the rest; its manifest says why).
+
+    Exit 4: the URL answered nothing (refused, or no answer in time). Exit 2: usage. Exit 3: no bundle written.
     """
     from pdcensus.sources.bundle import HTTP_ITEMS, collect_bundle
 

@@ -131,7 +131,8 @@ def render_arm(verdict: ArmVerdict, console: Console) -> None:
              if (c.predicted and c.bucket == "busy") or c.status.value in ("off-prediction", "unpredicted-cost")]
     for c in shown:
         if c.predicted:
-            wanted = f"x{c.predicted_ratio:.2f} ({c.predicted_ratio / (1 + tol):.2f}-{c.predicted_ratio * (1 + tol):.2f})"
+            r = c.predicted_ratio
+            wanted = f"x{r:.2f} ({r / (1 + tol):.2f}-{r * (1 + tol):.2f})"
         else:
             wanted = f"none (<= x{c.predicted_ratio * (1 + tol):.2f})"
         interval = f" ({c.low:.2f}-{c.high:.2f})" if math.isfinite(c.low) and math.isfinite(c.high) else ""
