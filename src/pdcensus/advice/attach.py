@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pdcensus.advice.capacity import box_first, read_diagnostics
+from pdcensus.advice.capacity import read_diagnostics, with_box
 from pdcensus.advice.endpoint_report import EndpointReport, SideEvidence
 from pdcensus.advice.evidence import BootLedger, flags_from_argv, parse_boot_ledger
 from pdcensus.advice.recommend import DEFAULT_TARGET_DECODE_SHARE, recommend
@@ -76,6 +76,5 @@ def attach_advice(
         cited = replace(cited, diagnostics=box.to_dict())
     recs = recommend(report, flags=flags, boot=boot, target_decode_share=target_decode_share,
                      prefix_hit_depths_tokens=depths, trace=trace)
-    if box is not None and box.box_is_the_limit:  # the box before any knob (pdcensus.advice.capacity)
-        recs = (box_first(box), *recs)
+    recs = with_box(recs, box)  # the box before any knob; the VRAM split beside capacity (advice.capacity)
     return EndpointReport.of(report, recs, cited)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pdcensus.advice.model import Recommendation, VerificationPlan
@@ -154,3 +154,17 @@ def box_first(box: BoxReading) -> Recommendation:
                             bucket_pair="rerun the census after the fix", command="pdcensus collect --url URL --out B")
     return Recommendation("box", "hardware", "fix", "", "", summary, {}, cost="downtime on that box",
                           verification=plan, notes=notes)
+
+
+def with_box(recs: Sequence[Recommendation], box: BoxReading | None) -> tuple[Recommendation, ...]:
+    """The box first when it is the limit; the capacity advice told where KV memory sits in the VRAM split."""
+    out = list(recs)
+    if box is not None and box.vram and out and out[0].mechanism == "overload":
+        gib = {k.removesuffix("_bytes"): v / 2**30 for k, v in box.vram.items()}
+        split = ", ".join(f"{k.replace('_', ' ')} {v:.1f} GiB" for k, v in gib.items() if k != "total")
+        out[0] = replace(out[0], notes=(*out[0].notes, f"VRAM split (/diagnostics): {split}: more KV memory means a "
+                                        "larger card, more cards, or a smaller share for weights or expert slab "
+                                        "(which costs expert reads)"))
+    if box is not None and box.box_is_the_limit:
+        out.insert(0, box_first(box))
+    return tuple(out)
