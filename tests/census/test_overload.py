@@ -123,3 +123,15 @@ def test_too_few_scrapes_or_no_queue_gauge_is_not_judged() -> None:
     over = detect_overload(short)
     assert not over.available and not over.overloaded and "need" in over.reason
     assert math.isnan(over.waiting_slope_per_minute)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("profile", ["radiance", "vllm", "sglang", "tgi"])
+def test_overload_is_read_from_each_engines_own_queue_gauges(profile: str) -> None:
+    over_run = simulate("overloaded", duration_seconds=3600, seed=1, profile=profile)
+    calm_run = simulate("step-time-sharing", duration_seconds=3600, seed=1, profile=profile)
+    over = census_recording(over_run.recording, CensusOptions(replicates=50))[0].overload
+    calm = census_recording(calm_run.recording, CensusOptions(replicates=50))[0].overload
+    assert over_run.truth["capacity"]["overloaded"] and not calm_run.truth["capacity"]["overloaded"]
+    assert over is not None and over.overloaded and OverloadSignature.QUEUE_GROWS in over.signatures
+    assert calm is not None and calm.available and not calm.overloaded
