@@ -45,9 +45,11 @@ def test_a_degraded_link_makes_the_box_the_limit_and_its_fix_comes_first(result:
     assert box is not None and box.box_is_the_limit is raw["box_is_the_limit"] is True
     report = api.census(out)
     first = report.advice[0]
-    assert first["mechanism"] == "box" and "x4, expected x16" in first["summary"]
-    assert any("reseat the card" in n for n in first["notes"])  # the finding's own fix
-    assert report.side_evidence["diagnostics"]["box_is_the_limit"] is True
+    assert first.mechanism == "box" and "x4, expected x16" in first.summary
+    assert any("reseat the card" in n for n in first.notes)  # the finding's own fix
+    assert report.side_evidence.diagnostics is not None
+    assert report.side_evidence.diagnostics["box_is_the_limit"] is True
+    assert report.to_dict()["side_evidence"]["diagnostics"]["box_is_the_limit"] is True  # type: ignore[index]
     assert len(report.advice) > 1  # the knob advice stays, after the box
 
 
@@ -61,8 +63,9 @@ def test_a_held_down_clock_is_a_limit_the_findings_did_not_name(result: SimResul
 def test_a_healthy_box_adds_nothing_but_is_cited(result: SimResult, tmp_path: Path) -> None:
     out = write_sim_dir(result, tmp_path / "ok")
     report = api.census(out)
-    assert all(a["mechanism"] != "box" for a in report.advice)
-    assert report.side_evidence["diagnostics"]["box_is_the_limit"] is False
+    assert all(a.mechanism != "box" for a in report.advice)
+    assert report.side_evidence.diagnostics is not None
+    assert report.side_evidence.diagnostics["box_is_the_limit"] is False
 
 
 def test_diagnostics_that_are_no_object_are_not_read() -> None:

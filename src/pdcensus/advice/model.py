@@ -185,13 +185,13 @@ class Comparison:
     basis: str = ""
     higher_is_worse: bool = True
 
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = _clean({
-            "quantity": self.quantity, "bucket": self.bucket, "before": self.before, "after": self.after,
-            "ratio": self.ratio, "interval": [self.low, self.high], "predicted_ratio": self.predicted_ratio,
-            "predicted": self.predicted, "status": self.status, "basis": self.basis,
-            "higher_is_worse": self.higher_is_worse})
-        return out
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "quantity": self.quantity, "bucket": self.bucket, "before": _clean(self.before),
+            "after": _clean(self.after), "ratio": _clean(self.ratio), "interval": _clean([self.low, self.high]),
+            "predicted_ratio": _clean(self.predicted_ratio), "predicted": self.predicted,
+            "status": self.status.value, "basis": self.basis, "higher_is_worse": self.higher_is_worse,
+        }
 
 
 @dataclass(frozen=True)
