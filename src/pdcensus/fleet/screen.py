@@ -32,7 +32,7 @@ from pdcensus.errors import CensusError, SourceUnreachableError
 from pdcensus.fleet.discover import Discovered
 from pdcensus.fleet.screen_model import ScreenRow
 from pdcensus.fleet.screen_queries import queue_query, screen_queries, timeline_queries
-from pdcensus.series.profiles import get_profile
+from pdcensus.series.profiles import Profile, get_profile
 from pdcensus.sources.prometheus_http import ApiClient
 
 MIN_CHUNK_STEPS = 40
@@ -135,9 +135,9 @@ async def screen_fleet(client: ApiClient, matchers: str, endpoints: list[Discove
         profile = get_profile(name)
         for q in screen_queries(profile, matchers, chunk_seconds=chunk_seconds, step_seconds=step,
                                 window_seconds=end - start, window_end=end, recorded=options.recorded):
-            def build(length: float, q_name: str = q.name) -> str:
+            def build(length: float, q_name: str = q.name, p: Profile = profile) -> str:
                 return next(x.expr for x in screen_queries(
-                    profile, matchers, chunk_seconds=length, step_seconds=step,
+                    p, matchers, chunk_seconds=length, step_seconds=step,
                     window_seconds=end - start, window_end=end, recorded=options.recorded)
                     if x.name == q_name)
             for lo, hi in parts:
@@ -173,6 +173,9 @@ async def screen_fleet(client: ApiClient, matchers: str, endpoints: list[Discove
         error = errors.get(e.profile)
         if not e.profile:
             error = "no metric profile matches this endpoint's sample names"
+        elif error is None and not per.get("scrapes", 0.0) > 0:
+            error = (f"the store returned no screen numbers for it (decode, prefill and running under "
+                     f"profile {e.profile} in the window)")
         rows.append(ScreenRow(e.job, e.instance, e.profile,
                               {k: v for k, v in per.items() if not k.startswith("queue_")},
                               per.get("queue_first", math.nan), per.get("queue_last", math.nan),

@@ -27,6 +27,7 @@ import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
+from typing import IO
 
 import httpx
 import numpy as np
@@ -73,6 +74,7 @@ class LocalVictoriaMetrics:
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
         self.import_seconds = 0.0
+        self._log: IO[bytes] | None = None
 
     @property
     def url(self) -> str:
@@ -82,7 +84,7 @@ class LocalVictoriaMetrics:
         binary = vm_binary()
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.port = free_port()
-        log = (self.workdir / "victoria-metrics.log").open("wb")
+        self._log = log = (self.workdir / "victoria-metrics.log").open("wb")
         argv = [binary, f"-storageDataPath={self.workdir / 'data'}", f"-httpListenAddr=127.0.0.1:{self.port}",
                 "-retentionPeriod=100y", "-search.disableCache", *self.extra_flags]
         self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
@@ -124,6 +126,9 @@ class LocalVictoriaMetrics:
         return sent
 
     def stop(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
         if self.process is None:
             return
         self.process.terminate()
