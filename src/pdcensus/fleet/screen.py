@@ -140,7 +140,7 @@ async def screen_fleet(client: ApiClient, matchers: str, endpoints: list[Discove
                     p, matchers, chunk_seconds=length, step_seconds=step,
                     window_seconds=end - start, window_end=end, recorded=options.recorded)
                     if x.name == q_name)
-            for lo, hi in parts:
+            for lo, hi in (parts if q.additive else parts[-1:]):
                 jobs.append((name, q.name, asyncio.ensure_future(screen.summed(build, lo, hi))))
         queue = queue_query(profile, matchers, span_seconds=quarter, step_seconds=step)
         if queue is not None:

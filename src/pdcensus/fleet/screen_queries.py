@@ -13,7 +13,8 @@ The numbers, per endpoint (``sum by (job, instance)`` everywhere, as ``pdcensus 
 * lag 0: running and decode summed over scrapes where prefill is idle / busy (per-stream decode
   with and without prefill = decode sum / running sum, the runbook's bucket pair);
 * tail: the same over scrapes idle now but with prefill 2-14 min before (the eviction tail's
-  window), against scrapes idle for the whole 14 min (clean);
+  window), against scrapes idle for the whole 14 min (clean; only where the endpoint was already
+  scraped 14 min before, so a series that starts inside the window is not called clean early);
 * lags: idle now and busy exactly ``L`` before (``offset``), one pair per lag;
 * the step ledger's four counter increases where the build exports them (phase ratio);
 * preemptions: the counter's increase, the scrapes with an increase (bursts), and the preempted
@@ -105,6 +106,17 @@ def idle_threshold(prefill: str, *, window_seconds: float, window_end: float, st
             f"or on (job, instance) ({background})")
 
 
+def decode_step_reference(profile: Profile, inner: str, *, window_seconds: float, window_end: float,
+                          step_seconds: float) -> str:
+    """The 10th percentile over the window of the per-minute mean decode-only step (a fast, unimpaired step)."""
+    steps, seconds = profile.name_of(Signal.STEPS_DECODE), profile.name_of(Signal.STEP_SECONDS_DECODE)
+    assert steps is not None and seconds is not None
+    per_minute = (f"{BY} (increase({_sel(seconds, inner)}[{RATE_WINDOW}])) / "
+                  f"({BY} (increase({_sel(steps, inner)}[{RATE_WINDOW}])) > 0)")
+    rng = f"[{prometheus_duration(window_seconds)}:{prometheus_duration(step_seconds)}] @ {window_end:.3f}"
+    return f"quantile_over_time(0.1, ({per_minute}){rng})"
+
+
 def screen_queries(profile: Profile, inner: str, *, chunk_seconds: float, step_seconds: float,
                    window_seconds: float, window_end: float, recorded: bool = False) -> list[ScreenQuery]:
     """The additive screen numbers of one chunk for every endpoint of ``profile`` under ``inner``."""
@@ -118,12 +130,16 @@ def screen_queries(profile: Profile, inner: str, *, chunk_seconds: float, step_s
     decode, prefill, running = s["decode"], s["prefill"], s["running"]
     idle, busy = f"({prefill} <= {thr})", f"({prefill} > {thr})"
     tail_max, clean_max = _recent_prefill(prefill, step_seconds)
+    # clean needs the whole 14 min looked at: the endpoint was scraped then (not a window's first minutes)
+    running_name = profile.name_of(Signal.RUNNING)
+    scraped_before = (f"(count by (job, instance) ({_sel(running_name, inner)} offset "
+                      f"{prometheus_duration(TAIL_TO_SECONDS)}))")
     conditions = {
         "all": "",
         "idle": f" {on} {idle}",
         "busy": f" {on} {busy}",
         "tail": f" {on} {idle} {on} ({tail_max} > {thr})",
-        "clean": f" {on} ({clean_max} <= {thr})",
+        "clean": f" {on} ({clean_max} <= {thr}) {on} {scraped_before}",
     }
     for lag in LAGS_SECONDS:
         conditions[f"lag{lag:g}"] = f" {on} {idle} {on} ({_at_lag(prefill, lag, step_seconds)} > {thr})"
@@ -141,6 +157,10 @@ def screen_queries(profile: Profile, inner: str, *, chunk_seconds: float, step_s
         name = profile.name_of(signal)
         if name is not None:
             out.append(ScreenQuery(key, f"{BY} (increase({_sel(name, inner)}[{window}]))"))
+    if profile.has_ledger:
+        out.append(ScreenQuery("decode_step_q10", decode_step_reference(profile, inner, window_seconds=window_seconds,
+                                                                       window_end=window_end,
+                                                                       step_seconds=step_seconds), additive=False))
     preempt = profile.name_of(Signal.PREEMPTIONS)
     if preempt is not None:
         two = prometheus_duration(2 * step_seconds)
