@@ -132,6 +132,7 @@ def screen_queries(profile: Profile, inner: str, *, chunk_seconds: float, step_s
     tail_max, clean_max = _recent_prefill(prefill, step_seconds)
     # clean needs the whole 14 min looked at: the endpoint was scraped then (not a window's first minutes)
     running_name = profile.name_of(Signal.RUNNING)
+    assert running_name is not None  # "running" is in ``s``
     scraped_before = (f"(count by (job, instance) ({_sel(running_name, inner)} offset "
                       f"{prometheus_duration(TAIL_TO_SECONDS)}))")
     conditions = {
