@@ -15,7 +15,8 @@ own top K without the flagged ones). With several sizes, the screen's wall time 
 Usage::
 
     .venv/bin/python bench/fleet.py --sizes 50x1,100x1,50x2 --pool-seeds 2
-    .venv/bin/python bench/fleet.py --sizes 1000x2 --pool-seeds 6
+    .venv/bin/python bench/fleet.py --sizes 1000x2 --pool-seeds 4
+    .venv/bin/python bench/fleet.py --sizes 1000x24 --pool-seeds 1 --screen-series-only
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pickle
 import shutil
 import subprocess
 import sys
@@ -33,6 +35,7 @@ from typing import Any
 
 import numpy as np
 
+from pdcensus.series.model import Endpoint, Recording
 from pdcensus.sim.fleet_recording import FleetMember
 from pdcensus.sim.fleet_vary import simulate_pool, vary_fleet
 from pdcensus.sim.run import EPOCH_SECONDS
@@ -98,12 +101,24 @@ def measure(engine: str, url: str, server_pid: int, members: list[FleetMember], 
             "flagged": sum(1 for r in body["screen"] if r["flags"]), **recall(body, members, examine)}
 
 
-def one_size(pool: list[Any], instances: int, hours: float, engines: list[str], examine: int, work: Path
-             ) -> list[dict[str, Any]]:
+def screen_series_only(recording: Recording) -> Recording:
+    """The same fleet without histogram series (buckets, counts, sums): what the screen reads, and little else."""
+    endpoints = []
+    for e in recording.endpoints:
+        keep = [i for i, k in enumerate(e.keys) if not k.name.endswith(("_bucket", "_count", "_sum"))]
+        endpoints.append(Endpoint(e.job, e.instance, e.timestamps, [e.keys[i] for i in keep], e.values[:, keep],
+                                  e.present[:, keep]))
+    return Recording(families=recording.families, endpoints=endpoints, source=recording.source)
+
+
+def one_size(pool: list[Any], instances: int, hours: float, engines: list[str], examine: int, work: Path,
+             slim: bool = False) -> list[dict[str, Any]]:
     t0 = time.monotonic()
     recording, members = vary_fleet(pool, instances, duration_seconds=hours * 3600, seed=instances)
+    if slim:
+        recording = screen_series_only(recording)
     samples = int(sum(int(e.present.sum()) for e in recording.endpoints))
-    base = {"instances": instances, "hours": hours, "samples": samples, "vary_seconds": round(time.monotonic() - t0, 1)}
+    base = {"instances": instances, "hours": hours, "samples": samples, "screen_series_only": slim, "vary_seconds": round(time.monotonic() - t0, 1)}
     out = []
     for engine in engines:
         row = dict(base)
@@ -155,15 +170,24 @@ def main() -> None:
     parser.add_argument("--examine", type=int, default=20)
     parser.add_argument("--pool-seeds", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None, help="also write every row and the fit as JSON here")
+    parser.add_argument("--screen-series-only", action="store_true",
+                        help="store no histogram series (the screen reads none; the census then has no TTFT/ITL)")
+    parser.add_argument("--pool-cache", type=Path, default=None, help="pickle of the pool: read if there, else written")
     args = parser.parse_args()
     sizes = [(int(n), float(h)) for n, h in (s.split("x") for s in args.sizes.split(","))]
     t0 = time.monotonic()
-    pool = simulate_pool(SCENARIOS, seeds=args.pool_seeds, duration_seconds=max(h for _, h in sizes) * 3600)
+    if args.pool_cache is not None and args.pool_cache.exists():
+        pool = pickle.loads(args.pool_cache.read_bytes())
+    else:
+        pool = simulate_pool(SCENARIOS, seeds=args.pool_seeds, duration_seconds=max(h for _, h in sizes) * 3600)
+        if args.pool_cache is not None:
+            args.pool_cache.write_bytes(pickle.dumps(pool))
     print(json.dumps({"pool_runs": len(pool), "pool_simulate_seconds": round(time.monotonic() - t0, 1)}), flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="pdcensus-fleet-") as tmp:
         for instances, hours in sizes:
-            rows += one_size(pool, instances, hours, args.engines.split(","), args.examine, Path(tmp))
+            rows += one_size(pool, instances, hours, args.engines.split(","), args.examine, Path(tmp),
+                             slim=args.screen_series_only)
     fitted = fit(rows)
     print(json.dumps({"fit_screen_seconds": fitted}), flush=True)
     if args.out is not None:
