@@ -107,3 +107,9 @@ def test_an_unanswered_endpoint_is_flagged_not_screened_and_its_row_survives_the
     assert again.error == row.error and again.flags == row.flags
     full = _row(running_clean=500.0, decode_clean=5000.0, running_busy=200.0, decode_busy=1000.0 / 3)
     assert ScreenRow.from_dict(full.to_dict()).score == full.score
+
+
+def test_a_stride_spaces_the_summed_points_but_keeps_the_inner_windows_at_the_scrape_interval() -> None:
+    queries = {q.name: q.expr for q in screen_queries(PROFILES["radiance-1.8"], "", stride_seconds=60.0, **WINDOW)}
+    assert "[59m59s999ms:1m])" in queries["running_all"]
+    assert "[12m:15s] offset 2m" in queries["decode_tail"] and "[2h:15s] @" in queries["decode_busy"]

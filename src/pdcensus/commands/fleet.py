@@ -73,6 +73,7 @@ def fleet_command(
     window: remote.WindowOpt = "2h",
     examine: Annotated[int, typer.Option("--examine", help="Census from raw samples the K endpoints the screen ranks worst (every flagged endpoint too).")] = 20,
     step: Annotated[str, typer.Option("--step", help="The screen's query step: the scrape interval (at most 30s).")] = "15s",
+    stride: Annotated[Optional[str], typer.Option("--stride", help="Sum every n-th scrape in the screen (default: every one, = --step); a long window over many endpoints costs the store 1/n.")] = None,
     max_points: Annotated[int, typer.Option("--max-points", help="Query steps per screen query; a longer window is screened in chunks.")] = 11000,
     recorded: Annotated[bool, typer.Option("--recorded", help="Screen from the series that `pdcensus promql --rules --window 1m` records instead of raw expressions.")] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Queries (screen) and batches (examine) in flight at once.")] = 4,
@@ -98,8 +99,11 @@ def fleet_command(
     reports_dir = html.with_name(html.stem + "-reports") if html is not None else None
     if reports_dir is not None:
         reports_dir.mkdir(parents=True, exist_ok=True)
+    stride_seconds = parse_duration(stride) if stride is not None else None
+    if stride_seconds is not None and (stride_seconds < step_seconds or stride_seconds % step_seconds):
+        raise UsageError(f"--stride must be a whole multiple of --step ({step}), got {stride!r}")
     options = ScreenOptions(step_seconds=step_seconds, max_points=max_points, concurrency=concurrency,
-                            recorded=recorded)
+                            recorded=recorded, stride_seconds=stride_seconds)
     result = census_fleet(prometheus, selector=selector, start=t0, end=t1, examine=examine, concurrency=concurrency,
                           batch_size=batch_size, auth=connection.auth(), timeout=connection.timeout_seconds,
                           screen_options=options, state_path=state, resume=resume, html_dir=reports_dir,

@@ -54,6 +54,11 @@ class ScreenOptions:
     max_points: int = 11000
     concurrency: int = 4
     recorded: bool = False
+    stride_seconds: float | None = None  # None: every scrape (the step)
+
+    @property
+    def stride(self) -> float:
+        return self.stride_seconds or self.step_seconds
 
 
 def chunks(start: float, end: float, chunk_seconds: float) -> list[tuple[float, float]]:
@@ -97,10 +102,11 @@ class _Screen:
         except SourceUnreachableError:
             raise
         except CensusError:
-            if (hi - lo) / self.options.step_seconds < 2 * MIN_CHUNK_STEPS:
+            stride = self.options.stride
+            if (hi - lo) / stride < 2 * MIN_CHUNK_STEPS:
                 raise
             self.stats.split += 1
-            mid = lo + math.floor((hi - lo) / 2 / self.options.step_seconds) * self.options.step_seconds
+            mid = lo + math.floor((hi - lo) / 2 / stride) * stride
             (a, pa), (b, pb) = await asyncio.gather(self.summed(build, lo, mid), self.summed(build, mid, hi))
             for key, value in b.items():
                 a[key] = a.get(key, 0.0) + value
@@ -117,7 +123,7 @@ async def screen_fleet(client: ApiClient, matchers: str, endpoints: list[Discove
     """The screen of every endpoint in ``endpoints`` (one row each, in their order)."""
     screen = _Screen(client, options, stats)
     step = options.step_seconds
-    chunk_seconds = max(step * MIN_CHUNK_STEPS, min(end - start, options.max_points * step))
+    chunk_seconds = max(options.stride * MIN_CHUNK_STEPS, min(end - start, options.max_points * options.stride))
     parts = chunks(start, end, chunk_seconds)
     quarter = max(step * 4, (end - start) / 4)
     jobs: list[tuple[str, str, asyncio.Future[tuple[dict[tuple[str, str], float], bool]]]] = []
@@ -134,12 +140,13 @@ async def screen_fleet(client: ApiClient, matchers: str, endpoints: list[Discove
     for name in profiles:
         profile = get_profile(name)
         for q in screen_queries(profile, matchers, chunk_seconds=chunk_seconds, step_seconds=step,
-                                window_seconds=end - start, window_end=end, recorded=options.recorded):
+                                window_seconds=end - start, window_end=end, recorded=options.recorded,
+                                stride_seconds=options.stride_seconds):
             def build(length: float, q_name: str = q.name, p: Profile = profile) -> str:
                 return next(x.expr for x in screen_queries(
                     p, matchers, chunk_seconds=length, step_seconds=step,
-                    window_seconds=end - start, window_end=end, recorded=options.recorded)
-                    if x.name == q_name)
+                    window_seconds=end - start, window_end=end, recorded=options.recorded,
+                    stride_seconds=options.stride_seconds) if x.name == q_name)
             for lo, hi in (parts if q.additive else parts[-1:]):
                 jobs.append((name, q.name, asyncio.ensure_future(screen.summed(build, lo, hi))))
         queue = queue_query(profile, matchers, span_seconds=quarter, step_seconds=step)

@@ -118,14 +118,22 @@ def decode_step_reference(profile: Profile, inner: str, *, window_seconds: float
 
 
 def screen_queries(profile: Profile, inner: str, *, chunk_seconds: float, step_seconds: float,
-                   window_seconds: float, window_end: float, recorded: bool = False) -> list[ScreenQuery]:
-    """The additive screen numbers of one chunk for every endpoint of ``profile`` under ``inner``."""
+                   window_seconds: float, window_end: float, recorded: bool = False,
+                   stride_seconds: float | None = None) -> list[ScreenQuery]:
+    """The additive screen numbers of one chunk for every endpoint of ``profile`` under ``inner``.
+
+    ``step_seconds`` is the scrape interval (inner windows: the tail, the lags, the threshold);
+    ``stride_seconds`` (default: the step) how far apart the summed points are. A stride of n
+    steps sums every n-th scrape: each point is still one scrape's own decode and prefill, so the
+    ratios are the same in expectation, with more variance, at 1/n of the store's work.
+    """
     s = signal_exprs(profile, inner, recorded=recorded)
     if not {"decode", "prefill", "running"} <= s.keys():
         return []
     thr = "on (job, instance) (" + idle_threshold(s["prefill"], window_seconds=window_seconds,
                                                   window_end=window_end, step_seconds=step_seconds) + ")"
-    rng = f"[{prometheus_duration(chunk_seconds - 0.001)}:{prometheus_duration(step_seconds)}]"
+    stride = stride_seconds or step_seconds
+    rng = f"[{prometheus_duration(chunk_seconds - 0.001)}:{prometheus_duration(stride)}]"
     on = "and on (job, instance)"
     decode, prefill, running = s["decode"], s["prefill"], s["running"]
     idle, busy = f"({prefill} <= {thr})", f"({prefill} > {thr})"
