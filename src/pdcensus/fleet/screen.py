@@ -28,7 +28,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pdcensus.errors import CensusError, SourceUnreachableError
+from pdcensus.errors import CensusError, SourceUnreachableError, UsageError
 from pdcensus.fleet.discover import Discovered
 from pdcensus.fleet.screen_model import ScreenRow
 from pdcensus.fleet.screen_queries import queue_query, screen_queries, timeline_queries
@@ -99,8 +99,8 @@ class _Screen:
         """Sum of ``build(chunk)`` over ``(lo, hi]``, halving a chunk the store refuses."""
         try:
             rows, partial = await self.instant(build(hi - lo), hi)
-        except SourceUnreachableError:
-            raise
+        except (SourceUnreachableError, UsageError):
+            raise  # unreachable, or a query the store cannot parse: asking less would not help
         except CensusError:
             stride = self.options.stride
             if (hi - lo) / stride < 2 * MIN_CHUNK_STEPS:
