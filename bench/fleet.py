@@ -1,12 +1,13 @@
 """The fleet at scale: N endpoints x H hours in a real Prometheus and a real VictoriaMetrics, screened and examined.
 
 For each size ``NxH`` (endpoints x hours): a varied fleet (:mod:`pdcensus.sim.fleet_vary`: a pool
-of simulated runs, ``--pool-seeds`` per scenario, each endpoint one run with its own label, a time
-shift and gauge noise, its ground truth kept) goes into each store: Prometheus 2.42 by an
-OpenMetrics file backfilled with ``promtool``, VictoriaMetrics by ``/api/v1/import/prometheus``.
+of simulated runs of H hours plus a 30-minute margin, ``--pool-seeds`` per scenario, each endpoint
+one run with its own label, a time shift within the margin and gauge noise, its ground truth
+kept; one pool per window length, so that a window is most of its run and the run's truth holds)
+goes into each store: Prometheus 2.42 by an OpenMetrics file backfilled with ``promtool``, VictoriaMetrics by ``/api/v1/import/prometheus``.
 Then ``pdcensus fleet --examine K --json`` runs as a child process against the store; the bench
 reads its JSON (wall time, queries and bytes per stage) and its peak resident memory
-(``wait4``'s ``ru_maxrss``), and the store's own peak (``VmHWM``). Recall: the true top 10 are the
+(``ru_maxrss`` of the CLI process, reported by a small wrapper), and the store's own peak (``VmHWM``). Recall: the true top 10 are the
 endpoints with the 10 largest simulator truth losses (ties at the 10th value all count as top);
 recall is the share of the 10 found among the examined endpoints (and, apart, among the screen's
 own top K without the flagged ones). With several sizes, the screen's wall time is fitted as
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import pickle
 import shutil
 import subprocess
@@ -62,18 +62,22 @@ def run_fleet(url: str, start: float, end: float, examine: int, stride: str | No
     """The CLI as a child: its JSON, wall seconds and peak RSS (KiB)."""
     argv = [sys.executable, "-m", "pdcensus", "fleet", "--prometheus", url, "--start", str(start), "--end", str(end),
             "--examine", str(examine), "--json", "--timeout", "600s"] + (["--stride", stride] if stride else [])
+    # A small wrapper starts the CLI and reports its peak RSS: a child forked from this (large) process
+    # would count the pages it shared with us before exec in its high-water mark.
+    wrapper = ("import resource, subprocess, sys\n"
+               "code = subprocess.run(sys.argv[1:]).returncode\n"
+               "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, file=sys.stderr)\n"
+               "sys.exit(code)\n")
     t0 = time.monotonic()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        child = subprocess.Popen(argv, stdout=out, stderr=err)
-        _, status, usage = os.wait4(child.pid, 0)
-        child.returncode = os.waitstatus_to_exitcode(status)
+        child = subprocess.run([sys.executable, "-c", wrapper, *argv], stdout=out, stderr=err, check=False)
         wall = time.monotonic() - t0
         out.seek(0)
         err.seek(0)
         text, errors = out.read().decode(), err.read().decode()
     if child.returncode not in (0, 3):
         raise SystemExit(f"fleet exited {child.returncode}: {errors[-2000:]}")
-    return json.loads(text), wall, int(usage.ru_maxrss)
+    return json.loads(text), wall, int(errors.strip().splitlines()[-1])
 
 
 def recall(body: dict[str, Any], members: list[FleetMember], k: int) -> dict[str, Any]:
@@ -84,7 +88,10 @@ def recall(body: dict[str, Any], members: list[FleetMember], k: int) -> dict[str
     scored = sorted((r for r in body["screen"] if r["score"] is not None), key=lambda r: -r["score"])
     screen_top = {r["instance"] for r in scored[:k]}
     ranked_top = {r["instance"] for r in body["ranking"][:10]}
-    return {"true_top": len(top), "examined": len(examined),
+    scenario = {m.instance: m.scenario for m in members}
+    missed = sorted({scenario[i] for i in top - examined})
+    return {"true_top": len(top), "true_top_scenarios": sorted({scenario[i] for i in top}),
+            "missed_scenarios": missed, "examined": len(examined),
             "recall_examined": min(10, len(top & examined)) / 10,
             "recall_screen_top_k": min(10, len(top & screen_top)) / 10,
             "recall_final_top10": min(10, len(top & ranked_top)) / 10}
@@ -174,21 +181,27 @@ def main() -> None:
     parser.add_argument("--screen-series-only", action="store_true",
                         help="store no histogram series (the screen reads none; the census then has no TTFT/ITL)")
     parser.add_argument("--stride", default=None, help="the screen's --stride (default: every scrape)")
-    parser.add_argument("--pool-cache", type=Path, default=None, help="pickle of the pool: read if there, else written")
+    parser.add_argument("--pool-cache", type=Path, default=None,
+                        help="a directory for the pools (one pickle per window length): read if there, else written")
     args = parser.parse_args()
     sizes = [(int(n), float(h)) for n, h in (s.split("x") for s in args.sizes.split(","))]
     t0 = time.monotonic()
-    if args.pool_cache is not None and args.pool_cache.exists():
-        pool = pickle.loads(args.pool_cache.read_bytes())
-    else:
-        pool = simulate_pool(SCENARIOS, seeds=args.pool_seeds, duration_seconds=max(h for _, h in sizes) * 3600)
-        if args.pool_cache is not None:
-            args.pool_cache.write_bytes(pickle.dumps(pool))
-    print(json.dumps({"pool_runs": len(pool), "pool_simulate_seconds": round(time.monotonic() - t0, 1)}), flush=True)
+    pools: dict[float, list[Any]] = {}
+    for hours in sorted({h for _, h in sizes}):
+        cache = args.pool_cache / f"pool-{hours:g}h-{args.pool_seeds}seeds.pkl" if args.pool_cache else None
+        t0 = time.monotonic()
+        if cache is not None and cache.exists():
+            pools[hours] = pickle.loads(cache.read_bytes())
+        else:
+            pools[hours] = simulate_pool(SCENARIOS, seeds=args.pool_seeds, duration_seconds=hours * 3600)
+            if cache is not None:
+                cache.write_bytes(pickle.dumps(pools[hours]))
+        print(json.dumps({"pool_hours": hours, "pool_runs": len(pools[hours]),
+                          "pool_seconds": round(time.monotonic() - t0, 1)}), flush=True)
     rows = []
     with tempfile.TemporaryDirectory(prefix="pdcensus-fleet-") as tmp:
         for instances, hours in sizes:
-            rows += one_size(pool, instances, hours, args.engines.split(","), args.examine, Path(tmp),
+            rows += one_size(pools[hours], instances, hours, args.engines.split(","), args.examine, Path(tmp),
                              slim=args.screen_series_only, stride=args.stride)
     fitted = fit(rows)
     print(json.dumps({"fit_screen_seconds": fitted}), flush=True)
