@@ -1,17 +1,18 @@
 """The fleet at scale: N endpoints x H hours in a real Prometheus and a real VictoriaMetrics, screened and examined.
 
 For each size ``NxH`` (endpoints x hours): a varied fleet (:mod:`pdcensus.sim.fleet_vary`: a pool
-of simulated runs of H hours plus a 30-minute margin, ``--pool-seeds`` per scenario, each endpoint
-one run with its own label, a time shift within the margin and gauge noise, its ground truth
+of simulated runs of H hours plus a 30-minute margin, ``--pool-seeds`` per scenario; each endpoint
+is one run with its own label, a time shift within the margin and gauge noise, its ground truth
 kept; one pool per window length, so that a window is most of its run and the run's truth holds)
-goes into each store: Prometheus 2.42 by an OpenMetrics file backfilled with ``promtool``, VictoriaMetrics by ``/api/v1/import/prometheus``.
-Then ``pdcensus fleet --examine K --json`` runs as a child process against the store; the bench
-reads its JSON (wall time, queries and bytes per stage) and its peak resident memory
-(``ru_maxrss`` of the CLI process, reported by a small wrapper), and the store's own peak (``VmHWM``). Recall: the true top 10 are the
-endpoints with the 10 largest simulator truth losses (ties at the 10th value all count as top);
-recall is the share of the 10 found among the examined endpoints (and, apart, among the screen's
-own top K without the flagged ones). With several sizes, the screen's wall time is fitted as
-``a * endpoints^b * hours^c`` (least squares in logs) and ``b``, ``c`` printed.
+goes into each store: Prometheus 2.42 by an OpenMetrics file backfilled with ``promtool``,
+VictoriaMetrics by ``/api/v1/import/prometheus``. Then ``pdcensus fleet --examine K --json`` runs
+as a child process against the store; the bench reads its JSON (wall time, queries and bytes per
+stage), its peak resident memory (``ru_maxrss`` of the CLI process, reported by a small wrapper)
+and the store's own peak (``VmHWM``). Recall: the true top 10 are the endpoints with the 10
+largest simulator truth losses (ties at the 10th value all count as top); recall is the share of
+the 10 found among the examined endpoints (and, apart, among the screen's own top K without the
+flagged ones, and in the final ranking's top 10). With several sizes, the screen's wall time is
+fitted as ``a * endpoints^b * hours^c`` (least squares in logs) and ``b``, ``c`` printed.
 
 Usage::
 
@@ -126,7 +127,8 @@ def one_size(pool: list[Any], instances: int, hours: float, engines: list[str], 
     if slim:
         recording = screen_series_only(recording)
     samples = int(sum(int(e.present.sum()) for e in recording.endpoints))
-    base = {"instances": instances, "hours": hours, "samples": samples, "screen_series_only": slim, "vary_seconds": round(time.monotonic() - t0, 1)}
+    base = {"instances": instances, "hours": hours, "samples": samples, "screen_series_only": slim,
+            "vary_seconds": round(time.monotonic() - t0, 1)}
     out = []
     for engine in engines:
         row = dict(base)

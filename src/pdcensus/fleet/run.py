@@ -11,24 +11,29 @@
 The ranking (:mod:`pdcensus.fleet.rank`) orders by the census's total lost decode share. With
 ``state_path`` each finished stage, and each examined batch, is written to a JSON state file;
 ``resume=True`` reads it back (for the same store, selector, window and K) and starts where the
-last run stopped. An endpoint that failed is kept with its reason, never dropped.
+last run stopped. An endpoint that failed is kept with its reason, never dropped. What each stage
+costs on the wire is counted by a transport that wraps the ordinary one (each client gets its own,
+since a client closes its transport; TLS settings go to the wrapped transport, since a client given
+a transport does not apply its own ``verify``).
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
+import ssl
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from pdcensus.census.model import SCHEMA
 from pdcensus.errors import DataError, UsageError
 from pdcensus.fleet.discover import Discovered, batches, discover_endpoints
 from pdcensus.fleet.examine import ExamineOutcome, examine_batch
-from pdcensus.fleet.meter import CountingTransport, WireCount
 from pdcensus.fleet.rank import RankRow, Standing, rank
 from pdcensus.fleet.screen import ScreenOptions, ScreenStats, fetch_timelines, screen_fleet
 from pdcensus.fleet.screen_model import ScreenRow
@@ -40,6 +45,34 @@ FLEET_SCHEMA = "pdcensus/fleet/v2"
 STAGES = ("discover", "screen", "examine")
 Progress = Callable[[str, int, int, str], None]
 """``progress(stage, done, total, note)``: called as each stage advances."""
+
+
+@dataclass
+class WireCount:
+    """What a stage cost on the wire: requests, and response bytes as received (before decompression)."""
+
+    requests: int = 0
+    bytes_received: int = 0
+
+
+class CountingTransport(httpx.AsyncBaseTransport):
+    """The default async transport, counting each response's bytes into ``count``."""
+
+    def __init__(self, count: WireCount, verify: ssl.SSLContext | bool = True) -> None:
+        self.count = count
+        self._inner = httpx.AsyncHTTPTransport(verify=verify)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        response = await self._inner.handle_async_request(request)
+        raw = b"".join([chunk async for chunk in response.stream])  # type: ignore[union-attr]
+        await response.aclose()
+        self.count.requests += 1
+        self.count.bytes_received += len(raw)
+        return httpx.Response(response.status_code, headers=response.headers, content=raw,
+                              request=request, extensions=response.extensions)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 @dataclass

@@ -99,7 +99,8 @@ def _recent_prefill(prefill: str, step_seconds: float) -> tuple[str, str]:
 def idle_threshold(prefill: str, *, window_seconds: float, window_end: float, step_seconds: float) -> str:
     """Per endpoint, the prefill rate at or below which a scrape is idle (see the module docstring)."""
     rng = f"[{prometheus_duration(window_seconds)}:{prometheus_duration(step_seconds)}] @ {window_end:.3f}"
-    fraction = f"clamp_min({IDLE_FRACTION:g} * quantile_over_time(0.5, ({prefill} > {IDLE_FLOOR:g}){rng}), {IDLE_FLOOR:g})"
+    median = f"quantile_over_time(0.5, ({prefill} > {IDLE_FLOOR:g}){rng})"
+    fraction = f"clamp_min({IDLE_FRACTION:g} * {median}, {IDLE_FLOOR:g})"
     low = f"quantile_over_time({MIN_IDLE_SHARE:g}, ({prefill}){rng})"
     background = f"clamp_min({BACKGROUND_FACTOR:g} * quantile_over_time(0.25, ({prefill}){rng}), {IDLE_FLOOR:g})"
     return (f"(({fraction}) and on (job, instance) ({low} < on (job, instance) {fraction})) "

@@ -79,7 +79,8 @@ class FleetState:
     def to_dict(self) -> dict[str, Any]:
         return {
             "schema": STATE_SCHEMA, "key": self.key,
-            "discovered": None if self.discovered is None else [[d.job, d.instance, d.profile] for d in self.discovered],
+            "discovered": (None if self.discovered is None
+                           else [[d.job, d.instance, d.profile] for d in self.discovered]),
             "screen": None if self.screen is None else [r.to_dict() for r in self.screen],
             "timelines": [{"job": j, "instance": i, "series": {k: [v if v == v else None for v in vs]
                                                                for k, vs in series.items()}}
