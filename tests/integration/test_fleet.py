@@ -30,7 +30,7 @@ from pdcensus.sim.run import EPOCH_SECONDS
 from pdcensus.sources.openmetrics_writer import write_openmetrics
 from pdcensus.sources.victoria_local import LocalVictoriaMetrics
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
 SCENARIOS = ["step-time-sharing", "eviction-tail", "preemption-stall", "healthy", "idle", "mixed", "healthy",
              "healthy"]
