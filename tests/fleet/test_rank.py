@@ -54,14 +54,15 @@ def test_inconclusive_then_screened_only_then_failed_come_after_every_examined_v
     assert [r.mechanism for r in rows][2:] == ["screened", "screened", "error"]
 
 
-def test_the_examined_set_is_the_top_k_by_screen_score_and_every_flagged_endpoint() -> None:
+def test_the_examined_set_is_every_flagged_endpoint_and_the_top_k_of_the_others() -> None:
     def row(instance: str, running_busy: float, **extra: float) -> ScreenRow:
         sums = {"scrapes": 10.0, "running_all": 100.0, "running_clean": 50.0, "decode_clean": 500.0,
                 "running_busy": running_busy, "decode_busy": running_busy * 5, "running_tail": 0.0, **extra}
         return ScreenRow("r", instance, "radiance-1.8", sums)
 
-    rows = [row("low", 5.0), row("high", 40.0), row("mid", 20.0), row("restarted", 1.0, resets=1.0)]
-    assert [r.instance for r in pick(rows, 1)] == ["high", "restarted"]
+    rows = [row("low", 5.0), row("high", 40.0), row("mid", 20.0), row("restarted", 50.0, resets=1.0)]
+    assert [r.instance for r in pick(rows, 1)] == ["restarted", "high"]  # the flagged one takes no K place
+    assert [r.instance for r in pick(rows, 2)] == ["restarted", "high", "mid"]
     assert {r.instance for r in pick(rows, 0)} == {"restarted"}
 
 

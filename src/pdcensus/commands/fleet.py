@@ -71,7 +71,7 @@ def fleet_command(
     start: Annotated[Optional[str], typer.Option("--start", help="Window start (Unix seconds or RFC 3339; default --end minus --window).")] = None,
     end: Annotated[Optional[str], typer.Option("--end", help="Window end (Unix seconds or RFC 3339; default now).")] = None,
     window: remote.WindowOpt = "2h",
-    examine: Annotated[int, typer.Option("--examine", help="Census from raw samples the K endpoints the screen ranks worst (every flagged endpoint too).")] = 20,
+    examine: Annotated[int, typer.Option("--examine", help="Besides every flagged endpoint, census from raw samples the K others the screen ranks worst.")] = 20,
     step: Annotated[str, typer.Option("--step", help="The screen's query step: the scrape interval (at most 30s).")] = "15s",
     stride: Annotated[Optional[str], typer.Option("--stride", help="Sum every n-th scrape in the screen (default: every one, = --step); a long window over many endpoints costs the store 1/n.")] = None,
     max_points: Annotated[int, typer.Option("--max-points", help="Query steps per screen query; a longer window is screened in chunks.")] = 11000,

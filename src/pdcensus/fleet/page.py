@@ -95,7 +95,7 @@ def render_fleet_page(result: FleetResult, reports_href: str | None = None) -> s
 <body>
 <h1>Fleet: {len(result.ranking)} endpoint(s) under {escape(result.selector)}</h1>
 <p class="subtitle">{escape(result.prometheus)}; ranked by the census's total lost decode share;
-{examined} examined from raw samples (the top {result.examine} of the screen and every flagged endpoint);
+{examined} examined from raw samples (every flagged endpoint and the top {result.examine} of the others);
 the rest are ordered by the screen's estimate, which flags and ranks but names no mechanism.
 ≈ marks a row whose interval overlaps the row above (a tie). Stages: {escape(stages)}.</p>
 <p class="muted">Timeline: <span style="color:{DECODE_COLOUR}">per-stream decode</span> and

@@ -5,8 +5,8 @@
 1. *discover*: one ``/api/v1/series`` call lists the endpoints and their metric profiles;
 2. *screen*: the store evaluates the census's contrasts for every endpoint at once
    (:mod:`pdcensus.fleet.screen`): a few numbers each, a score (estimated lost share) and flags;
-3. *examine*: the ``examine`` endpoints with the highest scores, and every flagged one, get the
-   full census from raw samples (:mod:`pdcensus.fleet.examine`).
+3. *examine*: every flagged endpoint, and the ``examine`` endpoints with the highest scores among
+   the others, get the full census from raw samples (:mod:`pdcensus.fleet.examine`).
 
 The ranking (:mod:`pdcensus.fleet.rank`) orders by the census's total lost decode share. With
 ``state_path`` each finished stage, and each examined batch, is written to a JSON state file;
@@ -126,12 +126,16 @@ class FleetResult:
 
 
 def pick(rows: list[ScreenRow], k: int) -> list[ScreenRow]:
-    """The ``k`` highest screen scores, plus every flagged endpoint (in screen-score order)."""
+    """Every flagged endpoint, and the ``k`` highest screen scores among the others (in screen-score order).
+
+    The flagged ones are examined whatever their score, so the K places go to endpoints that would
+    not be examined otherwise: the local work is K plus the flagged.
+    """
     def key(r: ScreenRow) -> tuple[float, str, str]:
         return (-r.score if math.isfinite(r.score) else math.inf, r.job, r.instance)
 
     ordered = sorted(rows, key=key)
-    top = {(r.job, r.instance) for r in ordered[:k]}
+    top = {(r.job, r.instance) for r in [r for r in ordered if not r.flags][:k]}
     return [r for r in ordered if (r.job, r.instance) in top or r.flags]
 
 
