@@ -1,19 +1,20 @@
-"""`pdcensus fleet` against a real Prometheus holding a small simulated fleet (backfilled with promtool).
+"""`pdcensus fleet` on two real stores side by side: Prometheus 2.42 (backfilled with promtool) and VictoriaMetrics.
 
-Five endpoints, each a one-hour simulation of a scenario under its own ``instance`` label; the
-fifth exports engine metrics but every scrape of it has ``up`` = 0, so no census can use it.
-The fleet census must find all five, agree with each usable one's ground truth, and rank the
-worst per-stream collapse first, the inconclusive (idle) endpoint after the conclusive ones,
-and the unusable one last with its reason.
+Eight endpoints, each a one-hour simulation under its own ``instance`` label: the six scenarios
+of the fleet case (step-time sharing, eviction tail, preemption stall, healthy, idle, mixed), one
+whose every scrape has ``up`` = 0 (no census can use it), and one that exports only the waiting
+queue (no screen numbers can be made for it). Both stores get the same samples; every test runs
+on each, and one compares them.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import shutil
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,83 +22,202 @@ import numpy as np
 import pytest
 
 from pdcensus.errors import DataError, UsageError
-from pdcensus.fleet import census_fleet
+from pdcensus.fleet import FleetResult, ScreenOptions, census_fleet
+from pdcensus.fleet.rank import EXAMINED
+from pdcensus.series.model import Endpoint, Recording
 from pdcensus.sim.fleet_recording import FleetMember, simulate_fleet
 from pdcensus.sim.run import EPOCH_SECONDS
 from pdcensus.sources.openmetrics_writer import write_openmetrics
+from pdcensus.sources.victoria_local import LocalVictoriaMetrics
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.slow]
 
-SCENARIOS = ["healthy", "idle", "step-time-sharing", "preemption-stall", "healthy"]
-BROKEN = 4  # the member whose every scrape says up = 0
+SCENARIOS = ["step-time-sharing", "eviction-tail", "preemption-stall", "healthy", "idle", "mixed", "healthy",
+             "healthy"]
+BROKEN = 6  # every scrape says up = 0
+QUEUE_ONLY = 7  # exports vllm:num_requests_waiting and nothing else
 DURATION_SECONDS = 3600.0
 START, END = EPOCH_SECONDS, EPOCH_SECONDS + DURATION_SECONDS
+ENGINES = ("prometheus", "victoria-metrics")
+SCORE_TOLERANCE = 0.05  # the screen's estimate may differ this much (absolute share) between the engines
 
 
-@pytest.fixture(scope="module")
-def fleet(prometheus_server: Callable[[Path], str], tmp_path_factory: pytest.TempPathFactory
-          ) -> tuple[str, list[FleetMember]]:
+def _fleet_recording() -> tuple[Recording, list[FleetMember]]:
     recording, members = simulate_fleet(SCENARIOS, duration_seconds=DURATION_SECONDS, seed=1)
     broken = recording.endpoints[BROKEN]
     up = [i for i, k in enumerate(broken.keys) if k.name == "up"]
     broken.values[:, up] = np.where(broken.present[:, up], 0.0, np.nan)
+    q = recording.endpoints[QUEUE_ONLY]
+    keep = [i for i, k in enumerate(q.keys) if k.name in ("vllm:num_requests_waiting", "up")]
+    recording.endpoints[QUEUE_ONLY] = Endpoint(q.job, q.instance, q.timestamps, [q.keys[i] for i in keep],
+                                               q.values[:, keep], q.present[:, keep])
+    return recording, members
+
+
+@pytest.fixture(scope="module")
+def fleet(prometheus_server: Callable[[Path], str], tmp_path_factory: pytest.TempPathFactory
+          ) -> Iterator[tuple[dict[str, str], list[FleetMember]]]:
+    if shutil.which("victoria-metrics") is None:
+        pytest.skip("victoria-metrics is not installed (Debian package 'victoria-metrics')")
+    recording, members = _fleet_recording()
     path = tmp_path_factory.mktemp("fleet") / "fleet.om"
     write_openmetrics(recording, path)
-    return prometheus_server(path), members
+    with LocalVictoriaMetrics(tmp_path_factory.mktemp("vm")) as vm:
+        vm.import_recording(recording)
+        yield {"prometheus": prometheus_server(path), "victoria-metrics": vm.url}, members
 
 
-def test_the_fleet_census_finds_every_endpoint_and_matches_each_ground_truth(
-    fleet: tuple[str, list[FleetMember]],
+@pytest.fixture(scope="module")
+def results(fleet: tuple[dict[str, str], list[FleetMember]]) -> dict[str, FleetResult]:
+    urls, _ = fleet
+    return {engine: census_fleet(url, start=START, end=END) for engine, url in urls.items()}
+
+
+def _scenario(members: list[FleetMember]) -> dict[str, str]:
+    return {m.instance: m.scenario for m in members}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_six_endpoint_case_ranks_eviction_tail_and_mixed_first(
+    engine: str, results: dict[str, FleetResult], fleet: tuple[dict[str, str], list[FleetMember]],
 ) -> None:
-    url, members = fleet
-    result = census_fleet(url, selector='{job="radiance"}', start=START, end=END, concurrency=3)
-    assert sorted(e.instance for e in result.endpoints) == sorted(m.instance for m in members)
-    by_instance = {e.instance: e for e in result.endpoints}
-    for member in members[:BROKEN]:
-        report = by_instance[member.instance].report
-        assert report is not None, by_instance[member.instance].error
-        assert report.verdict.mechanism.value == member.truth["mechanism"], member.scenario
+    scenario = _scenario(fleet[1])
+    ranked = [scenario[r.instance] for r in results[engine].ranking]
+    assert set(ranked[:2]) == {"eviction-tail", "mixed"}, ranked
 
 
-def test_the_ranking_puts_the_worst_collapse_first_and_the_inconclusive_endpoint_last(
-    fleet: tuple[str, list[FleetMember]],
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_ranking_is_the_census_total_loss_with_its_interval_and_ties(
+    engine: str, results: dict[str, FleetResult],
 ) -> None:
-    url, members = fleet
-    result = census_fleet(url, selector='{job="radiance"}', start=START, end=END, concurrency=2)
-    scenario_of = {m.instance: m.scenario for m in members}
-    ranked = [scenario_of[r.instance] for r in result.ranking]
-    assert ranked[0] == "step-time-sharing" and ranked[-2] == "idle"
-    assert result.ranking[-1].instance == members[BROKEN].instance and result.ranking[-1].mechanism == "error"
-    effects = [r.per_stream_vs_idle for r in result.ranking[:-2]]
-    assert all(e is not None for e in effects)
-    assert effects == sorted(effects)  # type: ignore[type-var]
-    assert [r.rank for r in result.ranking] == [1, 2, 3, 4, 5]
+    result = results[engine]
+    reports = {e["endpoint"]["instance"]: e for e in result.to_dict()["endpoints"]}
+    examined = [r for r in result.ranking if r.group == EXAMINED]
+    assert len(examined) >= 5
+    assert [r.loss_share for r in examined] == sorted((r.loss_share for r in examined), reverse=True)
+    for above, row in zip(examined, examined[1:]):
+        overlap = row.loss_interval[1] >= above.loss_interval[0] and above.loss_interval[1] >= row.loss_interval[0]
+        assert row.tied_with_previous == overlap
+    for row in examined:
+        found = reports[row.instance]["verdict"]["found"]
+        assert row.loss_share == pytest.approx(sum(f["loss_share"] for f in found), abs=1e-5)
+        assert row.loss_interval[0] <= row.loss_share <= row.loss_interval[1]
+        if found:
+            assert row.principal == max(found, key=lambda f: f["loss_share"])["mechanism"]
 
 
-def test_the_fleet_cli_prints_census_objects_and_the_ranking_as_json(fleet: tuple[str, list[FleetMember]]) -> None:
-    url, _ = fleet
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_failed_endpoint_is_reported_last_with_its_reason_never_dropped(
+    engine: str, results: dict[str, FleetResult], fleet: tuple[dict[str, str], list[FleetMember]],
+) -> None:
+    result, members = results[engine], fleet[1]
+    assert {r.instance for r in result.ranking} == {m.instance for m in members}
+    tail = {r.instance: r for r in result.ranking[-2:]}
+    assert set(tail) == {members[BROKEN].instance, members[QUEUE_ONLY].instance}
+    assert "no good scrape" in (tail[members[BROKEN].instance].error or "")
+    assert "no decode/prefill signal" in (tail[members[QUEUE_ONLY].instance].error or "")  # the census's reason
+    screen = next(r for r in result.screen if r.instance == members[QUEUE_ONLY].instance)
+    assert "no screen numbers" in (screen.error or "")
+    assert not result.screened_all
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_only_the_flagged_endpoints_and_the_top_k_of_the_others_are_examined(
+    engine: str, fleet: tuple[dict[str, str], list[FleetMember]],
+) -> None:
+    result = census_fleet(fleet[0][engine], start=START, end=END, examine=1)
+    scored = sorted((r for r in result.screen if math.isfinite(r.score) and not r.flags), key=lambda r: -r.score)
+    expected = {scored[0].instance} | {r.instance for r in result.screen if r.flags}
+    assert {o.instance for o in result.examined} == expected
+    assert len(expected) < len(result.screen)
+    assert all(r.mechanism == "screened" for r in result.ranking if r.instance not in expected)
+
+
+def test_prometheus_and_victoria_metrics_give_the_same_screen_and_ranking(results: dict[str, FleetResult]) -> None:
+    prom, vm = results["prometheus"], results["victoria-metrics"]
+    assert [r.instance for r in prom.ranking] == [r.instance for r in vm.ranking]
+    vm_rows = {r.instance: r for r in vm.screen}
+    for row in prom.screen:
+        other = vm_rows[row.instance]
+        assert row.flags == other.flags, row.instance
+        if math.isfinite(row.score):
+            assert abs(row.score - other.score) <= SCORE_TOLERANCE, row.instance
+        assert row.get("scrapes") == other.get("scrapes") or not (row.get("scrapes") > 0 or other.get("scrapes") > 0)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_long_window_cut_into_chunks_gives_the_same_sums(
+    engine: str, results: dict[str, FleetResult], fleet: tuple[dict[str, str], list[FleetMember]],
+) -> None:
+    chunked = census_fleet(fleet[0][engine], start=START, end=END, examine=0,
+                           screen_options=ScreenOptions(max_points=60))  # 15 min chunks
+    whole = {r.instance: r for r in results[engine].screen}
+    for row in chunked.screen:
+        if row.error is None:
+            assert row.get("scrapes") == whole[row.instance].get("scrapes")
+            assert row.get("running_all") == pytest.approx(whole[row.instance].get("running_all"), rel=1e-9, nan_ok=True)
+            assert row.get("decode_busy") == pytest.approx(whole[row.instance].get("decode_busy"), rel=1e-9, nan_ok=True)
+
+
+def test_a_subquery_victoria_metrics_refuses_is_asked_again_in_halves(
+    fleet: tuple[dict[str, str], list[FleetMember]], results: dict[str, FleetResult], tmp_path: Path,
+) -> None:
+    recording, _ = _fleet_recording()
+    with LocalVictoriaMetrics(tmp_path / "vm", extra_flags=["-search.maxPointsPerTimeseries=320"]) as vm:
+        vm.import_recording(recording)
+        result = census_fleet(vm.url, start=START, end=END, examine=0)
+    assert result.to_dict()["stages"]["screen"]["requests"] > results["victoria-metrics"].to_dict()[
+        "stages"]["screen"]["requests"]
+    whole = {r.instance: r for r in results["victoria-metrics"].screen}
+    for row in result.screen:
+        if row.error is None:
+            assert row.get("running_all") == pytest.approx(whole[row.instance].get("running_all"), rel=1e-9, nan_ok=True)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_resume_examines_only_what_the_interrupted_run_left(
+    engine: str, fleet: tuple[dict[str, str], list[FleetMember]], results: dict[str, FleetResult], tmp_path: Path,
+) -> None:
+    state = tmp_path / "state.json"
+    census_fleet(fleet[0][engine], start=START, end=END, state_path=state)
+    body = json.loads(state.read_text())
+    kept = body["examined"][:2]
+    body["examined"] = kept  # as if interrupted after two endpoints
+    state.write_text(json.dumps(body))
+    calls: list[tuple[str, int, int, str]] = []
+    again = census_fleet(fleet[0][engine], start=START, end=END, state_path=state, resume=True,
+                         progress=lambda *a: calls.append(a))
+    assert again.resumed and not any(c[0] in ("discover", "screen") and c[1] > 0 and c[3] == "queries" for c in calls)
+    examined_now = [c for c in calls if c[0] == "examine" and c[3]]
+    assert len(examined_now) == len(results[engine].examined) - len(kept)
+    def same(rows: tuple[Any, ...]) -> list[dict[str, Any]]:  # the batch selector in an error differs
+        return [{**r.to_dict(), "error": r.error.rsplit(": ", 1)[-1] if r.error else None} for r in rows]
+
+    assert same(again.ranking) == same(results[engine].ranking)
+    with pytest.raises(UsageError, match="another run"):
+        census_fleet(fleet[0][engine], start=START, end=END - 60, state_path=state, resume=True)
+
+
+def test_the_cli_reports_each_stage_writes_the_page_and_exits_3_when_an_endpoint_was_not_screened(
+    fleet: tuple[dict[str, str], list[FleetMember]], tmp_path: Path,
+) -> None:
+    page = tmp_path / "fleet.html"
     done = subprocess.run(
-        [sys.executable, "-m", "pdcensus", "fleet", "--prometheus", url, "--selector", '{job="radiance"}',
-         "--start", str(START), "--end", str(END), "--concurrency", "4", "--json"],
-        capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode == 0, done.stderr
+        [sys.executable, "-m", "pdcensus", "fleet", "--prometheus", fleet[0]["victoria-metrics"],
+         "--start", str(START), "--end", str(END), "--examine", "3", "--json", "--html", str(page)],
+        capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 3, done.stderr
     body: dict[str, Any] = json.loads(done.stdout)
-    assert body["schema"] == "pdcensus/fleet/v1" and len(body["endpoints"]) == 4 and len(body["ranking"]) == 5
+    assert body["schema"] == "pdcensus/fleet/v2" and len(body["ranking"]) == len(SCENARIOS)
     assert {e["schema"] for e in body["endpoints"]} == {"pdcensus/census/v2"}
-    assert {e["endpoint"]["instance"] for e in body["endpoints"]} == {r["instance"] for r in body["ranking"][:4]}
-    assert [e["instance"] for e in body["errors"]] == [body["ranking"][-1]["instance"]]
-    assert "[5/5]" in done.stderr  # one progress line per endpoint when stderr is not a terminal
-
-
-def test_the_fleet_table_names_every_instance(fleet: tuple[str, list[FleetMember]]) -> None:
-    url, members = fleet
-    done = subprocess.run(
-        [sys.executable, "-m", "pdcensus", "fleet", "--prometheus", url, "--start", str(START), "--end", str(END)],
-        capture_output=True, text=True, timeout=120, check=False, env={"COLUMNS": "200", "PATH": ""})
-    assert done.returncode == 0, done.stderr
-    for member in members:
-        assert member.instance in done.stdout
-    assert "step-time-sharing" in done.stdout and "inconclusive" in done.stdout
+    for stage in ("discover", "screen", "examine"):
+        assert f"\n{stage}: [" in "\n" + done.stderr
+    assert "error: 1 endpoint(s) not screened" in done.stderr
+    html = page.read_text()
+    reports = sorted((tmp_path / "fleet-reports").glob("*.html"))
+    assert len(reports) == sum(r["examined"] for r in body["ranking"]) and reports
+    for report in reports:
+        assert f'href="fleet-reports/{report.name}"' in html
 
 
 @pytest.mark.parametrize(("selector", "error"), [
@@ -105,63 +225,7 @@ def test_the_fleet_table_names_every_instance(fleet: tuple[str, list[FleetMember
     pytest.param('{job=}', UsageError, id="malformed-selector"),
 ])
 def test_a_selector_that_finds_nothing_or_does_not_parse_is_refused(
-    fleet: tuple[str, list[FleetMember]], selector: str, error: type[Exception],
+    fleet: tuple[dict[str, str], list[FleetMember]], selector: str, error: type[Exception],
 ) -> None:
-    url, _ = fleet
     with pytest.raises(error, match="nobody|selector"):
-        census_fleet(url, selector=selector, start=START, end=END)
-
-
-def test_an_unusable_endpoint_keeps_its_one_line_reason_and_the_rest_still_run(
-    fleet: tuple[str, list[FleetMember]],
-) -> None:
-    url, members = fleet
-    result = census_fleet(url, selector='{job="radiance"}', start=START, end=END)
-    broken = next(e for e in result.endpoints if e.instance == members[BROKEN].instance)
-    assert broken.report is None and broken.error is not None
-    assert members[BROKEN].instance in broken.error and "no good scrape" in broken.error
-    assert sum(e.report is not None for e in result.endpoints) == BROKEN
-
-
-def test_a_window_too_short_for_any_census_ranks_every_endpoint_inconclusive_or_unusable(
-    fleet: tuple[str, list[FleetMember]],
-) -> None:
-    url, members = fleet
-    result = census_fleet(url, selector='{job="radiance"}', start=START + 600, end=START + 610)
-    assert [r.mechanism for r in result.ranking] == ["inconclusive"] * BROKEN + ["error"]
-    assert math.isfinite(result.wall_seconds)
-
-
-def test_pulling_endpoints_in_batches_gives_the_same_reports_as_one_at_a_time(
-    fleet: tuple[str, list[FleetMember]],
-) -> None:
-    url, _ = fleet
-    alone = census_fleet(url, start=START, end=END, concurrency=1, batch_size=1)
-    batched = census_fleet(url, start=START, end=END, concurrency=2, batch_size=2)
-    assert batched.batch_size == 2 and alone.batch_size == 1
-    assert [r.to_dict() for r in alone.ranking] == [r.to_dict() for r in batched.ranking]
-    for a, b in zip(alone.endpoints, batched.endpoints):
-        if a.report is None or b.report is None:
-            assert (a.report, a.error) == (b.report, b.error)
-            continue
-        assert 'instance="' in a.report.source and 'instance=~"' in b.report.source  # the one thing that differs
-        assert {**a.report.to_dict(), "source": ""} == {**b.report.to_dict(), "source": ""}
-
-
-@pytest.mark.parametrize("instances", [
-    pytest.param(["sim-0:7770"], id="one-instance-exact-match"),
-    pytest.param(["a.b:1", "c|d:2", 'q"uote:3', "sp ace:4", "back\\slash:5"], id="regex-and-string-specials"),
-])
-def test_a_batch_selector_matches_exactly_its_instances(instances: list[str]) -> None:
-    import re
-
-    import promql_parser
-
-    from pdcensus.fleet import batch_selector
-
-    parsed = promql_parser.parse(batch_selector('job="radiance"', "radiance", instances))
-    matcher = next(m for m in parsed.matchers.matchers if m.name == "instance")
-    for name in instances:
-        assert re.fullmatch(matcher.value, name) if len(instances) > 1 else matcher.value == name
-    if len(instances) > 1:
-        assert not re.fullmatch(matcher.value, "a-b:1") and not re.fullmatch(matcher.value, "axb:1")
+        census_fleet(fleet[0]["prometheus"], selector=selector, start=START, end=END)

@@ -1,106 +1,129 @@
-"""`pdcensus fleet --prometheus URL`: the census of every endpoint behind a selector, ranked worst first."""
+"""`pdcensus fleet --prometheus URL`: discover, screen in the store, examine the worst; ranked by lost decode share."""
 
 from __future__ import annotations
 
 import json
 import sys
-from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from pdcensus.commands import remote
-from pdcensus.commands.base import app
+from pdcensus.commands.base import app, parse_duration
 
 if TYPE_CHECKING:
-    from rich.progress import Progress, TaskID
-
     from pdcensus.fleet import FleetResult
 
 
-@dataclass
-class _Progress:
-    """How far the fleet census is: a bar on a terminal, one line per endpoint otherwise."""
+class _StageProgress:
+    """Progress per stage on stderr: one line per stage step (every tenth of the screen's queries)."""
 
-    total: int = 0
-    done: int = 0
-    bar: Progress | None = None
-    task: TaskID | None = None
+    def __init__(self) -> None:
+        self.last: dict[str, int] = {}
+
+    def __call__(self, stage: str, done: int, total: int, note: str) -> None:
+        if stage == "screen":
+            tenth = done * 10 // max(total, 1)
+            if done not in (1, total) and self.last.get(stage) == tenth:
+                return
+            self.last[stage] = tenth
+        suffix = f" {note}" if note else ""
+        print(f"{stage}: [{done}/{total}]{suffix}", file=sys.stderr, flush=True)
 
 
-def _fmt(value: float | None, pattern: str) -> str:
-    return "-" if value is None else format(value, pattern)
+def _fmt(value: float, pattern: str) -> str:
+    return format(value, pattern) if value == value else "-"
 
 
 def _table(result: FleetResult) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"fleet census: {len(result.endpoints)} endpoint(s) under {result.selector} "
-                        f"({result.wall_seconds:.1f} s, {result.concurrency} at a time)")
-    for column, justify in (("rank", "right"), ("job", "left"), ("instance", "left"), ("mechanism", "left"),
-                            ("confidence", "right"), ("busy/idle per stream", "right"), ("note", "left")):
+    from pdcensus.fleet.rank import EXAMINED
+
+    examined = len(result.examined)
+    table = Table(title=f"fleet: {len(result.ranking)} endpoint(s) under {result.selector}, {examined} examined "
+                        f"({result.wall_seconds:.1f} s); ranked by lost decode share, ≈ = tie")
+    for column, justify in (("rank", "right"), ("job", "left"), ("instance", "left"), ("census", "left"),
+                            ("principal", "left"), ("lost share [interval]", "right"), ("screen", "right"),
+                            ("flags / error", "left")):
         table.add_column(column, justify=justify)  # type: ignore[arg-type]
     for row in result.ranking:
-        note = row.error or ""
-        table.add_row(str(row.rank), row.job, row.instance, row.mechanism, _fmt(row.confidence, ".2f"),
-                      _fmt(row.per_stream_vs_idle, ".2f"), note, style="red" if row.error else None)
+        if row.group == EXAMINED:
+            loss = f"{100 * row.loss_share:.1f} % [{_fmt(100 * row.loss_interval[0], '.1f')}, " \
+                   f"{_fmt(100 * row.loss_interval[1], '.1f')}]"
+        else:
+            loss = "-"
+        principal = f"{row.principal} ({row.severity})" if row.principal else ""
+        screen = f"{100 * row.screen_score:.1f} %" if row.screen_score == row.screen_score else "-"
+        table.add_row(f"{row.rank}{'≈' if row.tied_with_previous else ''}", row.job, row.instance, row.mechanism,
+                      principal, loss, screen, row.error or ", ".join(row.flags),
+                      style="red" if row.error else None)
     Console(emoji=False).print(table)
 
 
 @app.command("fleet")
 @remote.with_connection_options
 def fleet_command(
-    prometheus: Annotated[str, typer.Option("--prometheus", help="Base URL of a Prometheus-compatible API, e.g. http://127.0.0.1:9090.")],
+    prometheus: Annotated[str, typer.Option("--prometheus", help="Base URL of a Prometheus-compatible API (Prometheus, Thanos, Mimir, VictoriaMetrics).")],
     selector: remote.SelectorOpt = '{job="radiance"}',
     start: Annotated[Optional[str], typer.Option("--start", help="Window start (Unix seconds or RFC 3339; default --end minus --window).")] = None,
     end: Annotated[Optional[str], typer.Option("--end", help="Window end (Unix seconds or RFC 3339; default now).")] = None,
     window: remote.WindowOpt = "2h",
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Batches of endpoints pulled and censused at once.")] = 4,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Endpoints pulled together in one batch (1 = one at a time).")] = 25,
-    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object: endpoints (one census object each) and ranking.")] = False,
+    examine: Annotated[int, typer.Option("--examine", help="Besides every flagged endpoint, census from raw samples the K others the screen ranks worst.")] = 20,
+    step: Annotated[str, typer.Option("--step", help="The screen's query step: the scrape interval (at most 30s).")] = "15s",
+    stride: Annotated[Optional[str], typer.Option("--stride", help="Sum every n-th scrape in the screen (default: every one, = --step); a long window over many endpoints costs the store 1/n.")] = None,
+    max_points: Annotated[int, typer.Option("--max-points", help="Query steps per screen query; a longer window is screened in chunks.")] = 11000,
+    recorded: Annotated[bool, typer.Option("--recorded", help="Screen from the series that `pdcensus promql --rules --window 1m` records instead of raw expressions.")] = False,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Queries (screen) and batches (examine) in flight at once.")] = 4,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Endpoints pulled together when examined.")] = 25,
+    state: Annotated[Optional[Path], typer.Option("--state", help="Write each finished stage to this JSON file.")] = None,
+    resume: Annotated[bool, typer.Option("--resume", help="Start from --state FILE where the last run stopped.")] = False,
+    html: Annotated[Optional[Path], typer.Option("--html", help="Write the fleet page here; the examined endpoints' reports go beside it in NAME-reports/.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print one JSON object: ranking, screen rows and the examined census objects.")] = False,
     connection: remote.ConnectionOptions = remote.ConnectionOptions(),
 ) -> None:
-    """Census every engine endpoint under --selector concurrently and rank them, worst collapse first."""
-    from pdcensus.fleet import FleetEndpoint, census_fleet
+    """Screen every endpoint under --selector in the store, census the worst, and rank by lost decode share.
+
+    Exit 0 when every endpoint was screened (whatever was found); 3 when the store answered nothing
+    for some endpoint (each is listed with its reason); 4 when the store cannot be reached.
+    """
+    from pdcensus.errors import UsageError
+    from pdcensus.fleet import ScreenOptions, census_fleet
 
     t0, t1 = remote.window(start, end, window)
-    progress = _Progress()
-    tty = sys.stderr.isatty()
+    step_seconds = parse_duration(step)
+    if not 0 < step_seconds <= 30:
+        raise UsageError(f"--step must be positive and at most 30s (the runbook's bucket step), got {step!r}")
+    reports_dir = html.with_name(html.stem + "-reports") if html is not None else None
+    if reports_dir is not None:
+        reports_dir.mkdir(parents=True, exist_ok=True)
+    stride_seconds = parse_duration(stride) if stride is not None else None
+    if stride_seconds is not None and (stride_seconds < step_seconds or stride_seconds % step_seconds):
+        raise UsageError(f"--stride must be a whole multiple of --step ({step}), got {stride!r}")
+    options = ScreenOptions(step_seconds=step_seconds, max_points=max_points, concurrency=concurrency,
+                            recorded=recorded, stride_seconds=stride_seconds)
+    result = census_fleet(prometheus, selector=selector, start=t0, end=t1, examine=examine, concurrency=concurrency,
+                          batch_size=batch_size, auth=connection.auth(), timeout=connection.timeout_seconds,
+                          screen_options=options, state_path=state, resume=resume, html_dir=reports_dir,
+                          progress=_StageProgress())
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    for outcome in result.examined:
+        for warning in outcome.warnings:
+            print(f"warning: {outcome.instance}: {warning}", file=sys.stderr)
+    if html is not None and reports_dir is not None:
+        from pdcensus.fleet.page import write_fleet_page
 
-    def discovered(n: int) -> None:
-        progress.total = n
-        if tty:
-            from rich.console import Console
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-            bar = Progress(TextColumn("census"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                           console=Console(stderr=True), transient=True)
-            bar.start()
-            progress.bar, progress.task = bar, bar.add_task("census", total=n)
-        else:
-            print(f"censusing {n} endpoint(s), {concurrency} at a time", file=sys.stderr, flush=True)
-
-    def finished(e: FleetEndpoint) -> None:
-        progress.done += 1
-        if progress.bar is not None and progress.task is not None:
-            progress.bar.advance(progress.task)
-        else:
-            what = e.report.verdict.mechanism.value if e.report is not None else f"error: {e.error}"
-            print(f"[{progress.done}/{progress.total}] {e.instance} {what} ({e.seconds:.1f} s)",
-                  file=sys.stderr, flush=True)
-
-    try:
-        result = census_fleet(prometheus, selector=selector, start=t0, end=t1, concurrency=concurrency,
-                              auth=connection.auth(), timeout=connection.timeout_seconds, batch_size=batch_size,
-                              on_discovered=discovered, on_endpoint=finished)
-    finally:
-        if progress.bar is not None:
-            progress.bar.stop()
-    for e in result.endpoints:
-        for warning in e.warnings:
-            print(f"warning: {e.instance}: {warning}", file=sys.stderr)
+        write_fleet_page(result, html, reports_href=reports_dir.name)
+        print(f"wrote {html}", file=sys.stderr)
     if as_json:
         typer.echo(json.dumps(result.to_dict(), allow_nan=False))
-        return
-    _table(result)
+    else:
+        _table(result)
+    unscreened = [r for r in result.screen if r.error is not None]
+    if unscreened:
+        print(f"error: {len(unscreened)} endpoint(s) not screened: "
+              + "; ".join(f"{r.instance}: {r.error}" for r in unscreened[:5]), file=sys.stderr)
+        raise typer.Exit(3)

@@ -35,6 +35,9 @@ import httpx
 from pdcensus.errors import CensusError, DataError, SourceUnreachableError, UsageError
 
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
+# The API answered that the query itself timed out or failed (Prometheus sends 503 for a query
+# timeout): asking again only waits as long again; the caller gets a DataError and may ask less.
+_ANSWERED = frozenset({"timeout", "execution"})
 
 
 @dataclass(frozen=True)
@@ -239,7 +242,7 @@ class ApiClient:
             except httpx.TransportError as exc:
                 last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
                 continue
-            if resp.status_code in _RETRY_STATUS:
+            if resp.status_code in _RETRY_STATUS and _api_error_type(resp) not in _ANSWERED:
                 last = f"HTTP {resp.status_code} {resp.reason_phrase}{_api_error_suffix(resp)}"
                 continue
             return self._decode(url, resp)
@@ -278,8 +281,18 @@ class ApiClient:
         if code >= 300:
             raise self._fail(DataError, f"{url}: HTTP {code} {resp.reason_phrase}")
         warnings = [f"{url}: {w}" for w in body.get("warnings") or []]
+        if body.get("isPartial"):  # VictoriaMetrics cluster: a storage node did not answer
+            warnings.append(f"{url}: partial response (isPartial: a storage node did not answer)")
         warnings += [f"{url}: info: {w}" for w in body.get("infos") or []]
         return body.get("data"), [self._scrub(w) for w in warnings]
+
+
+def _api_error_type(resp: httpx.Response) -> str:
+    try:
+        body = json.loads(resp.content)
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        return ""
+    return str(body.get("errorType", "")) if isinstance(body, dict) and body.get("status") == "error" else ""
 
 
 def _api_error_suffix(resp: httpx.Response) -> str:

@@ -1,0 +1,196 @@
+"""What the screen says about one endpoint: a few sums from the store, and the estimates read from them.
+
+The screen flags and ranks; it never names a mechanism. Its ``score`` is an estimate of the share
+of decoders' time lost (sequence-time weighted, like the census's loss shares), the sum of these
+contrasts read from the store's sums (:mod:`pdcensus.fleet.screen_queries`):
+
+* lag 0: running sequence-time in busy scrapes, less what idle speed would have needed for the
+  decode done there: ``(running_busy - decode_busy / baseline) / running_all``;
+* tail: the same over scrapes idle now with prefill 2-14 min before;
+* inflation (engines with the step ledger): decode-only steps slower than the window's fast ones
+  (:attr:`ScreenRow.inflation_loss`); the larger of this and the tail counts, as both read an
+  eviction's lagged tail (a fuller batch also slows decode-only steps: the screen does not tell
+  the two apart, the census does);
+* preemption: the preempted depth's share of running + preempted sequence-time (engines that
+  export the depth; elsewhere the bursts are counted and the endpoint is flagged).
+
+The baseline per-stream rate is decode / running over scrapes with no prefill in the last 14 min
+(*clean*), or over every idle scrape when too few are clean. A flag marks an endpoint whose
+number the screen cannot vouch for, so the census must look at it whatever its score:
+no idle baseline, a restart or build change inside the window (two shapes), preemptions it
+cannot weigh, a queue that grew by more than a whole running batch (its mean in the window's
+last quarter exceeds the first quarter's by at least the mean number of running sequences), a
+partial answer, or no screen numbers at all. An endpoint on which no sequence decoded in the
+window has nothing to lose: its score is 0, unflagged.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Any
+
+from pdcensus.fleet.screen_queries import LAGS_SECONDS
+
+MIN_BASELINE_SHARE = 0.05  # a baseline needs at least this share of the running sequence-time
+
+
+class ScreenFlag(str, Enum):
+    """Why the screen sends an endpoint to the census whatever its score."""
+
+    NO_BASELINE = "no-idle-baseline"
+    SHAPE_CHANGE = "restart-or-build-change"
+    PREEMPTION_UNWEIGHED = "preemptions-unweighed"
+    QUEUE_GROWTH = "queue-growth"
+    PARTIAL = "partial-answer"
+    NOT_SCREENED = "not-screened"
+
+
+def _exact(x: float) -> float | None:
+    return x if math.isfinite(x) else None
+
+
+def _ratio(num: float, den: float) -> float:
+    return num / den if den > 0 and math.isfinite(num) and math.isfinite(den) else math.nan
+
+
+@dataclass(frozen=True)
+class ScreenRow:
+    """One endpoint's screen: the summed numbers, the queue at both ends, and what they imply."""
+
+    job: str
+    instance: str
+    profile: str
+    sums: dict[str, float] = field(default_factory=dict)
+    queue_first: float = math.nan
+    queue_last: float = math.nan
+    partial: bool = False
+    error: str | None = None
+
+    def get(self, key: str) -> float:
+        return self.sums.get(key, math.nan)
+
+    @property
+    def baseline_kind(self) -> str:
+        all_ = self.get("running_all")
+        if self.get("running_clean") >= MIN_BASELINE_SHARE * all_ and self.get("running_clean") > 0:
+            return "clean"
+        if self.get("running_idle") >= MIN_BASELINE_SHARE * all_ and self.get("running_idle") > 0:
+            return "idle"
+        return ""
+
+    @property
+    def baseline_per_stream(self) -> float:
+        kind = self.baseline_kind
+        return _ratio(self.get(f"decode_{kind}"), self.get(f"running_{kind}")) if kind else math.nan
+
+    def per_stream(self, cond: str) -> float:
+        return _ratio(self.get(f"decode_{cond}"), self.get(f"running_{cond}"))
+
+    def _loss(self, cond: str) -> float:
+        base = self.baseline_per_stream
+        running, decode = self.get(f"running_{cond}"), self.get(f"decode_{cond}")
+        if not (base > 0 and self.get("running_all") > 0):
+            return math.nan
+        if not running > 0:
+            return 0.0
+        return max(0.0, running - decode / base) / self.get("running_all")
+
+    @property
+    def lag0_loss(self) -> float:
+        return self._loss("busy")
+
+    @property
+    def tail_loss(self) -> float:
+        return self._loss("tail")
+
+    @property
+    def preemption_share(self) -> float:
+        depth = self.get("preempted_depth")
+        return _ratio(depth, self.get("running_all") + depth)
+
+    def lag_ratio(self, lag_seconds: float) -> float:
+        return _ratio(self.per_stream(f"lag{lag_seconds:g}"), self.baseline_per_stream)
+
+    @property
+    def phase_ratio(self) -> float:
+        decode = _ratio(self.get("step_seconds_decode"), self.get("steps_decode"))
+        chunk = _ratio(self.get("step_seconds") - self.get("step_seconds_decode"),
+                       self.get("steps") - self.get("steps_decode"))
+        return _ratio(chunk, decode)
+
+    @property
+    def inflation_loss(self) -> float:
+        """Decode-only steps slower than the window's fast ones, as a share of all step time.
+
+        ``1 - reference / mean`` of the decode-only step (reference: the 10th percentile of its
+        per-minute mean), times the decode-only steps' share of step time: decoders' time lost in
+        decode-only steps (expert misses after an eviction; also batch growth, which the census
+        tells apart and the screen does not).
+        """
+        mean = _ratio(self.get("step_seconds_decode"), self.get("steps_decode"))
+        share = _ratio(self.get("step_seconds_decode"), self.get("step_seconds"))
+        ref = self.get("decode_step_q10")
+        if not (math.isfinite(mean) and math.isfinite(share) and ref > 0):
+            return math.nan
+        return max(0.0, 1.0 - ref / mean) * share
+
+    @property
+    def score(self) -> float:
+        """Estimated share of decoders' time lost (NaN when the screen has no baseline; 0 with no decoders)."""
+        if self.get("scrapes") > 0 and self.get("running_all") == 0:
+            return 0.0  # no sequence decoded in the window: nothing to lose
+        lag0, tail = self.lag0_loss, self.tail_loss
+        if not (math.isfinite(lag0) and math.isfinite(tail)):
+            return math.nan
+        inflation, pre = self.inflation_loss, self.preemption_share
+        after = max(tail, inflation) if math.isfinite(inflation) else tail  # two reads of one eviction tail
+        return lag0 + after + (pre if math.isfinite(pre) else 0.0)
+
+    @property
+    def flags(self) -> tuple[ScreenFlag, ...]:
+        if self.error is not None or not self.get("scrapes") > 0:
+            return (ScreenFlag.NOT_SCREENED,)
+        out = []
+        if not math.isfinite(self.score):
+            out.append(ScreenFlag.NO_BASELINE)
+        if self.get("resets") > 0:
+            out.append(ScreenFlag.SHAPE_CHANGE)
+        if self.get("preemptions") > 0 and not math.isfinite(self.preemption_share):
+            out.append(ScreenFlag.PREEMPTION_UNWEIGHED)
+        mean_running = _ratio(self.get("running_all"), self.get("scrapes"))
+        if self.queue_last - self.queue_first >= max(1.0, mean_running if math.isfinite(mean_running) else 1.0):
+            out.append(ScreenFlag.QUEUE_GROWTH)
+        if self.partial:
+            out.append(ScreenFlag.PARTIAL)
+        return tuple(out)
+
+    def to_dict(self) -> dict[str, Any]:
+        def num(x: float) -> float | None:
+            return round(x, 6) if math.isfinite(x) else None
+
+        return {
+            "job": self.job, "instance": self.instance, "profile": self.profile,
+            "score": num(self.score), "flags": [f.value for f in self.flags],
+            "lag0_loss": num(self.lag0_loss), "tail_loss": num(self.tail_loss),
+            "preemption_share": num(self.preemption_share), "inflation_loss": num(self.inflation_loss),
+            "baseline": self.baseline_kind or None, "baseline_per_stream": num(self.baseline_per_stream),
+            "busy_per_stream": num(self.per_stream("busy")), "tail_per_stream": num(self.per_stream("tail")),
+            "lag_ratio": {f"{lag:g}s": num(self.lag_ratio(lag)) for lag in LAGS_SECONDS},
+            "phase_ratio": num(self.phase_ratio), "preemptions": num(self.get("preemptions")),
+            "preemption_scrapes": num(self.get("preemption_scrapes")), "resets": num(self.get("resets")),
+            "queue_first": _exact(self.queue_first), "queue_last": _exact(self.queue_last),
+            "partial": self.partial, "error": self.error,
+            "sums": {k: v if math.isfinite(v) else None for k, v in sorted(self.sums.items())},  # exact: resumable
+        }
+
+    @classmethod
+    def from_dict(cls, body: dict[str, Any]) -> ScreenRow:
+        """The row back from :meth:`to_dict` (the resume state file)."""
+        def val(x: Any) -> float:
+            return math.nan if x is None else float(x)
+
+        return cls(str(body["job"]), str(body["instance"]), str(body["profile"]),
+                   {k: val(v) for k, v in body.get("sums", {}).items()}, val(body.get("queue_first")),
+                   val(body.get("queue_last")), bool(body.get("partial")), body.get("error"))

@@ -1,0 +1,199 @@
+"""The fleet screen as PromQL: the census's per-endpoint contrasts, evaluated by the store for every endpoint at once.
+
+A census of one endpoint pulls its raw samples and buckets decode by prefill scrape by scrape.
+A fleet of a thousand endpoints cannot be pulled, so the screen asks the store for *sums*
+instead: each query is an instant query whose subquery ``[chunk:step]`` walks the chunk at the
+query step (the scrape interval) and returns one number per endpoint. Because every number is a
+sum (``sum_over_time``, ``count_over_time``, a counter's ``increase``), a long window is cut into
+chunks that each engine accepts and the chunks are added up locally; ratios are taken only at
+the end (:mod:`pdcensus.fleet.screen`).
+
+The numbers, per endpoint (``sum by (job, instance)`` everywhere, as ``pdcensus promql`` does):
+
+* lag 0: running and decode summed over scrapes where prefill is idle / busy (per-stream decode
+  with and without prefill = decode sum / running sum, the runbook's bucket pair);
+* tail: the same over scrapes idle now but with prefill 2-14 min before (the eviction tail's
+  window), against scrapes idle for the whole 14 min (clean; only where the endpoint was already
+  scraped 14 min before, so a series that starts inside the window is not called clean early);
+* lags: idle now and busy exactly ``L`` before (``offset``), one pair per lag;
+* the step ledger's four counter increases where the build exports them (phase ratio);
+* preemptions: the counter's increase, the scrapes with an increase (bursts), and the preempted
+  depth's sum where the engine exports it (stalled sequence-time, Little's law);
+* counter resets (a restart or a build change: a second shape, which only the census splits);
+* the waiting queue's mean in the window's first and last quarter (queue growth).
+
+The decode, prefill and ledger expressions are the ones :func:`pdcensus.report.promql_export.
+census_queries` writes for ``pdcensus promql --rules`` (one place for each); with
+``recorded=True`` the screen reads the recorded series by their rule names instead.
+Idle is the census's rule (:mod:`pdcensus.census.buckets`) as far as PromQL can say it, per
+endpoint over the whole window: prefill below ``max(1, 0.05 x median non-zero prefill)``; where
+fewer than 10 % of scrapes are below that (background prompts keep the gauge up), prefill at or
+below ``BACKGROUND_FACTOR`` x its 25th percentile (the census takes the background's log-spread,
+which PromQL cannot; its ceiling is at least 10^0.3 = 2x the 25th percentile and is about 4x on the
+simulator's chat loads). The threshold is one subexpression with ``@ <window end>``, so each
+query computes it once for the whole window, whatever chunk it sums.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pdcensus.report.promql_export import BY, census_queries, prometheus_duration
+from pdcensus.series.profiles import Profile, Signal
+
+TAIL_FROM_SECONDS = 120.0  # the runbook's lagged tail: 2-14 min after the prefill
+TAIL_TO_SECONDS = 840.0
+LAGS_SECONDS = (120.0, 300.0, 600.0)
+RATE_WINDOW = "1m"
+IDLE_FLOOR = 1.0  # the census's IDLE_FLOOR_TOKENS_PER_SECOND
+IDLE_FRACTION = 0.05  # the census's IDLE_FRACTION
+MIN_IDLE_SHARE = 0.10  # the census's MIN_IDLE_SHARE
+BACKGROUND_FACTOR = 4.0
+
+
+@dataclass(frozen=True)
+class ScreenQuery:
+    """One number per endpoint: its name, and the PromQL for one chunk ending at the query time."""
+
+    name: str
+    expr: str
+    additive: bool = True  # summed over chunks (False: evaluated once, at a time of its own)
+
+
+def _sel(name: str, inner: str, suffix: str = "") -> str:
+    return f"{name}{suffix}{{{inner}}}" if inner else f"{name}{suffix}"
+
+
+def signal_exprs(profile: Profile, inner: str, *, recorded: bool = False) -> dict[str, str]:
+    """decode, prefill, running, waiting (and depth) per endpoint as instant-vector PromQL."""
+    queries = {q.key: q for q in census_queries(profile, selector=inner, window=RATE_WINDOW)}
+    out: dict[str, str] = {}
+    for key, short in (("decode_tokens_per_second", "decode"), ("prefill_tokens_per_second", "prefill")):
+        if key in queries:
+            q = queries[key]
+            out[short] = _sel(q.record_name(), inner) if recorded else f"({q.expr})"
+    for signal, short in ((Signal.RUNNING, "running"), (Signal.WAITING, "waiting"),
+                          (Signal.PREEMPTED_DEPTH, "depth")):
+        name = profile.name_of(signal)
+        if name is not None:
+            out[short] = f"{BY} ({_sel(name, inner)})"
+    return out
+
+
+def _at_lag(expr: str, lag_seconds: float, step_seconds: float) -> str:
+    """``expr`` as it was ``lag`` ago, for any expression: a one-point subquery with an offset."""
+    one_point = prometheus_duration(step_seconds - 0.001)
+    return f"max_over_time(({expr})[{one_point}:{prometheus_duration(step_seconds)}] " \
+           f"offset {prometheus_duration(lag_seconds)})"
+
+
+def _recent_prefill(prefill: str, step_seconds: float) -> tuple[str, str]:
+    """(max prefill 2-14 min ago, max prefill in the last 14 min), as nested subqueries."""
+    step = prometheus_duration(step_seconds)
+    span = prometheus_duration(TAIL_TO_SECONDS - TAIL_FROM_SECONDS)
+    tail = f"max_over_time(({prefill})[{span}:{step}] offset {prometheus_duration(TAIL_FROM_SECONDS)})"
+    clean = f"max_over_time(({prefill})[{prometheus_duration(TAIL_TO_SECONDS)}:{step}])"
+    return tail, clean
+
+
+def idle_threshold(prefill: str, *, window_seconds: float, window_end: float, step_seconds: float) -> str:
+    """Per endpoint, the prefill rate at or below which a scrape is idle (see the module docstring)."""
+    rng = f"[{prometheus_duration(window_seconds)}:{prometheus_duration(step_seconds)}] @ {window_end:.3f}"
+    median = f"quantile_over_time(0.5, ({prefill} > {IDLE_FLOOR:g}){rng})"
+    fraction = f"clamp_min({IDLE_FRACTION:g} * {median}, {IDLE_FLOOR:g})"
+    low = f"quantile_over_time({MIN_IDLE_SHARE:g}, ({prefill}){rng})"
+    background = f"clamp_min({BACKGROUND_FACTOR:g} * quantile_over_time(0.25, ({prefill}){rng}), {IDLE_FLOOR:g})"
+    return (f"(({fraction}) and on (job, instance) ({low} < on (job, instance) {fraction})) "
+            f"or on (job, instance) ({background})")
+
+
+def decode_step_reference(profile: Profile, inner: str, *, window_seconds: float, window_end: float,
+                          step_seconds: float) -> str:
+    """The 10th percentile over the window of the per-minute mean decode-only step (a fast, unimpaired step)."""
+    steps, seconds = profile.name_of(Signal.STEPS_DECODE), profile.name_of(Signal.STEP_SECONDS_DECODE)
+    assert steps is not None and seconds is not None
+    per_minute = (f"{BY} (increase({_sel(seconds, inner)}[{RATE_WINDOW}])) / "
+                  f"({BY} (increase({_sel(steps, inner)}[{RATE_WINDOW}])) > 0)")
+    rng = f"[{prometheus_duration(window_seconds)}:{prometheus_duration(step_seconds)}] @ {window_end:.3f}"
+    return f"quantile_over_time(0.1, ({per_minute}){rng})"
+
+
+def screen_queries(profile: Profile, inner: str, *, chunk_seconds: float, step_seconds: float,
+                   window_seconds: float, window_end: float, recorded: bool = False,
+                   stride_seconds: float | None = None) -> list[ScreenQuery]:
+    """The additive screen numbers of one chunk for every endpoint of ``profile`` under ``inner``.
+
+    ``step_seconds`` is the scrape interval (inner windows: the tail, the lags, the threshold);
+    ``stride_seconds`` (default: the step) how far apart the summed points are. A stride of n
+    steps sums every n-th scrape: each point is still one scrape's own decode and prefill, so the
+    ratios are the same in expectation, with more variance, at 1/n of the store's work.
+    """
+    s = signal_exprs(profile, inner, recorded=recorded)
+    if not {"decode", "prefill", "running"} <= s.keys():
+        return []
+    thr = "on (job, instance) (" + idle_threshold(s["prefill"], window_seconds=window_seconds,
+                                                  window_end=window_end, step_seconds=step_seconds) + ")"
+    stride = stride_seconds or step_seconds
+    rng = f"[{prometheus_duration(chunk_seconds - 0.001)}:{prometheus_duration(stride)}]"
+    on = "and on (job, instance)"
+    decode, prefill, running = s["decode"], s["prefill"], s["running"]
+    idle, busy = f"({prefill} <= {thr})", f"({prefill} > {thr})"
+    tail_max, clean_max = _recent_prefill(prefill, step_seconds)
+    # clean needs the whole 14 min looked at: the endpoint was scraped then (not a window's first minutes)
+    running_name = profile.name_of(Signal.RUNNING)
+    assert running_name is not None  # "running" is in ``s``
+    scraped_before = (f"(count by (job, instance) ({_sel(running_name, inner)} offset "
+                      f"{prometheus_duration(TAIL_TO_SECONDS)}))")
+    conditions = {
+        "all": "",
+        "idle": f" {on} {idle}",
+        "busy": f" {on} {busy}",
+        "tail": f" {on} {idle} {on} ({tail_max} > {thr})",
+        "clean": f" {on} ({clean_max} <= {thr}) {on} {scraped_before}",
+    }
+    for lag in LAGS_SECONDS:
+        conditions[f"lag{lag:g}"] = f" {on} {idle} {on} ({_at_lag(prefill, lag, step_seconds)} > {thr})"
+    out: list[ScreenQuery] = [ScreenQuery("scrapes", f"count_over_time(({running}){rng})")]
+    for cond, where in conditions.items():
+        out.append(ScreenQuery(f"running_{cond}", f"sum_over_time(({running}{where}){rng})"))
+        if cond != "all":
+            out.append(ScreenQuery(f"decode_{cond}", f"sum_over_time(({decode} {on} ({running} > 0){where}){rng})"))
+    if "depth" in s:
+        out.append(ScreenQuery("preempted_depth", f"sum_over_time(({s['depth']}){rng})"))
+    window = prometheus_duration(chunk_seconds)
+    for signal, key in ((Signal.STEPS, "steps"), (Signal.STEPS_DECODE, "steps_decode"),
+                        (Signal.STEP_SECONDS, "step_seconds"), (Signal.STEP_SECONDS_DECODE, "step_seconds_decode"),
+                        (Signal.STEPS_HELD, "steps_held"), (Signal.PREEMPTIONS, "preemptions")):
+        name = profile.name_of(signal)
+        if name is not None:
+            out.append(ScreenQuery(key, f"{BY} (increase({_sel(name, inner)}[{window}]))"))
+    if profile.has_ledger:
+        out.append(ScreenQuery("decode_step_q10", decode_step_reference(profile, inner, window_seconds=window_seconds,
+                                                                       window_end=window_end,
+                                                                       step_seconds=step_seconds), additive=False))
+    preempt = profile.name_of(Signal.PREEMPTIONS)
+    if preempt is not None:
+        two = prometheus_duration(2 * step_seconds)
+        out.append(ScreenQuery("preemption_scrapes",
+                               f"sum_over_time(({BY} (increase({_sel(preempt, inner)}[{two}])) > bool 0){rng})"))
+    shape = profile.name_of(Signal.STEPS) or profile.name_of(Signal.GENERATION_TOKENS)
+    if shape is not None:
+        out.append(ScreenQuery("resets", f"{BY} (resets({_sel(shape, inner)}[{window}]))"))
+    return out
+
+
+def queue_query(profile: Profile, inner: str, *, span_seconds: float, step_seconds: float) -> str | None:
+    """Mean waiting queue over the ``span`` before the query time (asked at a quarter and at the end)."""
+    waiting = signal_exprs(profile, inner).get("waiting")
+    if waiting is None:
+        return None
+    rng = f"[{prometheus_duration(span_seconds - 0.001)}:{prometheus_duration(step_seconds)}]"
+    return f"avg_over_time(({waiting}){rng})"
+
+
+def timeline_queries(profile: Profile, inner: str, *, recorded: bool = False) -> dict[str, str]:
+    """Per-stream decode and prefill for a range query (the fleet page's small timeline)."""
+    s = signal_exprs(profile, inner, recorded=recorded)
+    if not {"decode", "prefill", "running"} <= s.keys():
+        return {}
+    return {"per_stream": f"{s['decode']} / ({s['running']} > 0)", "prefill": s["prefill"]}
