@@ -23,6 +23,8 @@ from enum import Enum
 from pdcensus.errors import UsageError
 
 ENV_PREFIX = "RADIANCE_"
+RADIANCE_VERSIONS = "1.8.x (1.0.13 parses --prefill-interleave and holds nothing)"
+RADIANCE_SOURCE = "runbook, Knob semantics (GUIDE section 4.5); names and members: the pinned core/config.cpp"
 
 
 class ActsOn(str, Enum):
@@ -35,6 +37,27 @@ class ActsOn(str, Enum):
     PREFILL_SPEED = "prefill-speed"
 
 
+class Dial(str, Enum):
+    """What a knob turns, in every engine's terms (the catalogue's columns)."""
+
+    CHUNK_BUDGET = "chunk/step budget"
+    LONG_PREFILL_LIMIT = "concurrent long prefills"
+    DECODE_MIXING = "decode rows beside prefill"
+    DECODE_HOLD = "decode-only steps held after a chunk"
+    KV_CAPACITY = "KV capacity and preemption"
+    ADMISSION = "admission and queueing"
+    DISAGGREGATION = "prefill/decode disaggregation"
+    CHECKPOINTS = "linear-state checkpoints"
+    OTHER = "other"
+
+
+# What argv[0] / pidof names per engine, and how to find the process that holds the flags.
+PROCESS = {"radiance": "radiance", "llamacpp": "llama-server", "vllm": "vllm", "sglang": "sglang",
+           "tgi": "text-generation-router"}
+PID_LOOKUP = {"vllm": "$(pgrep -f 'vllm serve' | head -1)",
+              "sglang": "$(pgrep -f 'sglang.launch_server' | head -1)"}
+
+
 class CounterCheck(str, Enum):
     """How verify-arm reads the counter (or gauge) a knob moves."""
 
@@ -42,6 +65,7 @@ class CounterCheck(str, Enum):
     GAUGE_AT_MOST = "gauge-at-most"  # a gauge must never exceed the knob's value
     RATIO_DROPS = "ratio-drops"  # a counter ratio must drop between before and after
     CHUNK_STEP_MOVES = "chunk-step-moves"  # the ledger's mean chunk step must move
+    STEP_TOKENS_AT_MOST = "step-tokens-at-most"  # no step carries more tokens than the knob (vLLM iteration_tokens)
     NONE = "none"  # nothing in the metric set moves; boot ledger / argv only
 
 
@@ -61,36 +85,45 @@ class Knob:
     counter: str | None
     counter_check: CounterCheck
     bucket_pair: str
-    # Another engine's knob (llama.cpp): its process name, its own env variable, its short flags.
+    # Another engine's knob: its engine, its own env variable ("" = the engine reads none for it),
+    # its short flags; then the catalogue's facts: dial, versions, source, rollback.
     engine: str = "radiance"
     env: str | None = None
     aliases: tuple[str, ...] = ()
+    dial: Dial = Dial.OTHER
+    versions: str = ""
+    source: str = ""
+    rollback: str = ""
 
     @property
     def env_var(self) -> str:
+        """The env variable that sets the flag ("" where the engine reads none for it)."""
         return self.env if self.env is not None else env_var_for(self.flag)
 
     @property
     def process(self) -> str:
-        return "llama-server" if self.engine == "llamacpp" else "radiance"
+        return PROCESS.get(self.engine, self.engine)
 
     def spellings(self) -> tuple[str, ...]:
         """Every way argv may carry the flag (the long form first)."""
         return (self.flag, *self.aliases)
 
     def env_line(self, value: str) -> str:
-        """The arm: one env line the serve script turns into ``--flag value``."""
-        return f"{self.env_var}={value}"
+        """The arm: one env line (``NAME=value``), or the argv fragment where the engine reads no env."""
+        return f"{self.env_var}={value}" if self.env_var else f"{self.flag} {value}".strip()
 
     def rollback_env_line(self, value_before: str | None = None) -> str:
         """The rollback: the value before the arm, else the default, else empty (not passed)."""
         before = value_before if value_before is not None else self.default
+        if not self.env_var:
+            return f"{self.flag} {before}" if before is not None else f"(drop {self.flag}: the build's default)"
         return f"{self.env_var}={before if before is not None else ''}"
 
     def argv_check(self, value: str | None = None) -> str:
         want = f"{self.flag} {value}" if value is not None else self.flag
         return (
-            f"tr '\\0' ' ' < /proc/$(pidof {self.process})/cmdline | grep -o -- '{want}' "
+            f"tr '\\0' ' ' < /proc/{PID_LOOKUP.get(self.engine, '$(pidof ' + self.process + ')')}/cmdline "
+            f"| grep -o -- '{want}' "
             f"(or pdcensus verify-arm --pid PID --flag {self.flag}"
             + (f"={value}" if value is not None else "")
             + ")"
@@ -113,6 +146,10 @@ class Knob:
             "bucket_pair": self.bucket_pair,
             "engine": self.engine,
             "aliases": list(self.aliases),
+            "dial": self.dial.value,
+            "versions": self.versions,
+            "source": self.source,
+            "rollback": self.rollback,
         }
 
 
@@ -163,6 +200,9 @@ CATALOGUE: dict[str, Knob] = {
             counter="radiance:engine_steps_held_total",
             counter_check=CounterCheck.LEAVES_ZERO,
             bucket_pair=_BUCKET_PAIR,
+            dial=Dial.DECODE_HOLD,
+            versions=RADIANCE_VERSIONS,
+            source=RADIANCE_SOURCE,
         ),
         Knob(
             flag="--busy-prefill-chunk",
@@ -187,6 +227,9 @@ CATALOGUE: dict[str, Knob] = {
             counter=None,
             counter_check=CounterCheck.CHUNK_STEP_MOVES,
             bucket_pair=_BUCKET_PAIR,
+            dial=Dial.CHUNK_BUDGET,
+            versions=RADIANCE_VERSIONS,
+            source=RADIANCE_SOURCE,
         ),
         Knob(
             flag="--prefill-span",
@@ -209,6 +252,9 @@ CATALOGUE: dict[str, Knob] = {
             counter=None,
             counter_check=CounterCheck.NONE,
             bucket_pair=_BUCKET_PAIR,
+            dial=Dial.CHUNK_BUDGET,
+            versions=RADIANCE_VERSIONS,
+            source=RADIANCE_SOURCE,
         ),
         Knob(
             flag="--checkpoint-policy",
@@ -233,6 +279,9 @@ CATALOGUE: dict[str, Knob] = {
             counter="radiance:prefix_hit_cut_tokens_total",
             counter_check=CounterCheck.RATIO_DROPS,
             bucket_pair=_BUCKET_PAIR,
+            dial=Dial.CHECKPOINTS,
+            versions=RADIANCE_VERSIONS,
+            source=RADIANCE_SOURCE,
         ),
         Knob(
             flag="--checkpoint-interval",
@@ -252,6 +301,9 @@ CATALOGUE: dict[str, Knob] = {
             counter="radiance:prefix_hit_cut_tokens_total",
             counter_check=CounterCheck.RATIO_DROPS,
             bucket_pair=_BUCKET_PAIR,
+            dial=Dial.CHECKPOINTS,
+            versions=RADIANCE_VERSIONS,
+            source=RADIANCE_SOURCE,
         ),
         Knob(
             flag="--checkpoint-slots",
@@ -266,6 +318,9 @@ CATALOGUE: dict[str, Knob] = {
             counter=None,
             counter_check=CounterCheck.NONE,
             bucket_pair=_BUCKET_PAIR,
+            dial=Dial.CHECKPOINTS,
+            versions=RADIANCE_VERSIONS,
+            source=RADIANCE_SOURCE,
         ),
         Knob(
             flag="--max-num-batched-tokens",
@@ -283,6 +338,9 @@ CATALOGUE: dict[str, Knob] = {
             counter=None,
             counter_check=CounterCheck.CHUNK_STEP_MOVES,
             bucket_pair=_BUCKET_PAIR,
+            dial=Dial.CHUNK_BUDGET,
+            versions=RADIANCE_VERSIONS,
+            source=RADIANCE_SOURCE,
         ),
         Knob(
             flag="--max-num-seqs",
@@ -297,68 +355,41 @@ CATALOGUE: dict[str, Knob] = {
             counter="vllm:num_requests_running",
             counter_check=CounterCheck.GAUGE_AT_MOST,
             bucket_pair=_BUCKET_PAIR,
+            dial=Dial.KV_CAPACITY,
+            versions=RADIANCE_VERSIONS,
+            source=RADIANCE_SOURCE,
         ),
     )
 }
 
 
-# llama.cpp's own knobs (``common/arg.cpp`` at b11434; what they do: ``pdcensus.advice.llamacpp``).
-_LLAMACPP_BUCKET_PAIR = ("bucket the decode rows per interval / decoders by the prompt tokens per interval (both "
-                "derived from n_decode_total, n_busy_slots_per_decode and prompt_seconds_total), before and "
-                "after, with the SAME edges; the busy buckets' per-stream rate must rise")
+def engine_knobs(engine: str | None = None) -> dict[str, Knob]:
+    """Knobs of the other engines (:mod:`pdcensus.advice.catalogue`), or of one engine."""
+    from pdcensus.advice.catalogue import ENGINES, engine_catalogue
 
-LLAMACPP_KNOBS = (
-    Knob(flag="--batch-size", argument="N", default="2048", role="the decoder dial (llama.cpp)",
-         acts_on=(ActsOn.STEP_TIME_SHARING,),
-         semantics="the most tokens one llama_decode call of the server loop carries: one per generating slot, "
-                   "then prompt tokens up to N; a generating slot waits for the whole call",
-         cost="a prompt needs more calls, each also carrying the decode rows: its TTFT grows by about one "
-              "decode-only step per extra call",
-         preconditions=("continuous batching on (-cb, the default), so prompts share calls with decoders",
-                        "n_ubatch is min(-b, -ub): a -b below -ub lowers the micro-batch too"),
-         interactions=("-ub/--ubatch-size splits the call but does not shorten the decoder's wait",),
-         counter="llamacpp:prompt_seconds_total / chunk calls (the mean chunk step)",
-         counter_check=CounterCheck.CHUNK_STEP_MOVES, bucket_pair=_LLAMACPP_BUCKET_PAIR,
-         engine="llamacpp", env="LLAMA_ARG_BATCH", aliases=("-b",)),
-    Knob(flag="--ubatch-size", argument="N", default="512", role="prompt speed (llama.cpp), "
-         "not decoder protection", acts_on=(ActsOn.PREFILL_SPEED,),
-         semantics="the micro-batch llama_decode splits a call into; sampling waits for the whole call",
-         cost="on a CPU a smaller micro-batch processes prompts more slowly, so each call, and the decoders' wait "
-              "beside it, gets longer",
-         preconditions=("at most -b",), interactions=("-b/--batch-size is what a decoder waits for",),
-         counter=None, counter_check=CounterCheck.CHUNK_STEP_MOVES, bucket_pair=_LLAMACPP_BUCKET_PAIR,
-         engine="llamacpp", env="LLAMA_ARG_UBATCH", aliases=("-ub",)),
-    Knob(flag="--parallel", argument="N", default="-1", role="slots (llama.cpp): admission, not sharing",
-         acts_on=(ActsOn.PREEMPTION_STALL,),
-         semantics="the server's slots; a request without a free slot is deferred (requests_deferred)",
-         cost="fewer concurrent streams; prompts queue instead of running beside decoders",
-         preconditions=("-c/--ctx-size is shared by the slots",), interactions=(),
-         counter="llamacpp:requests_processing", counter_check=CounterCheck.GAUGE_AT_MOST, bucket_pair=_LLAMACPP_BUCKET_PAIR,
-         engine="llamacpp", env="LLAMA_ARG_N_PARALLEL", aliases=("-np",)),
-)
+    names = [engine] if engine else [e for e in ENGINES if e != "radiance"]
+    return {k.flag: k for e in names for k in engine_catalogue(e).knobs}
 
 
+def get_knob(flag: str, engine: str | None = None) -> Knob:
+    """The entry for a flag (``--x``, ``x``, ``--x_y``, or a short alias such as ``-b``).
 
-def engine_knobs() -> dict[str, Knob]:
-    """Knobs of the other engines with a catalogue of their own (llama.cpp)."""
-    return {k.flag: k for k in LLAMACPP_KNOBS}
-
-
-def get_knob(flag: str) -> Knob:
-    """The entry for a flag (``--x``, ``x``, or another engine's short alias such as ``-b``).
-
-    radiance's runbook knobs first (:data:`CATALOGUE`), then other engines' (:func:`engine_knobs`);
-    UsageError lists them all.
+    With ``engine``, that engine's catalogue only; without, radiance's runbook knobs first
+    (:data:`CATALOGUE`), then the other engines'. UsageError lists the choices.
     """
     name = flag if flag.startswith("-") else "--" + flag
-    if name in CATALOGUE:
+    if name.startswith("--"):
+        name = name.replace("_", "-")
+    if engine in (None, "radiance") and name in CATALOGUE:
         return CATALOGUE[name]
-    others = engine_knobs()
+    others = engine_knobs(engine) if engine not in (None, "radiance") else (
+        {} if engine == "radiance" else engine_knobs())
     found = others.get(name) or next((k for k in others.values() if name in k.aliases), None)
     if found is not None:
         return found
+    choices = [*others] if engine not in (None, "radiance") else [*CATALOGUE, *others]
     raise UsageError(
-        f"no knob {flag!r} in the catalogue; choose one of: {', '.join([*CATALOGUE, *others])}"
+        f"no knob {flag!r} in the {engine or 'knob'} catalogue; choose one of: {', '.join(choices)}"
     )
 
 

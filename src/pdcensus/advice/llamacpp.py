@@ -31,7 +31,8 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from pdcensus.advice.knobs import LLAMACPP_KNOBS, Knob
+from pdcensus.advice.catalogue.llamacpp import KNOBS as LLAMACPP_KNOBS
+from pdcensus.advice.knobs import Knob
 from pdcensus.advice.model import Recommendation, VerificationPlan
 from pdcensus.census.model import CensusReport
 
@@ -101,8 +102,14 @@ def recommend_batch(report: CensusReport, flags: Mapping[str, str], target_share
                               cost=knob.cost, preconditions=knob.preconditions)
     values = sorted({now, *BATCH_VALUES}, reverse=True)
     rows = [batch_point(b, now, decoders, rate, decode_step, idle) for b in values]
-    reaching = [r for r in rows if r["share_of_idle"] >= target_share]
-    chosen = reaching[0] if reaching else rows[-1]
+    lower = [r for r in rows if r["batch_size"] < now]  # never the deployed -b again: the next step down
+    if not lower:
+        from pdcensus.advice.engine_advice import spent
+        from pdcensus.advice.knobs import ActsOn
+
+        return spent(ActsOn.STEP_TIME_SHARING, "llamacpp", knob, str(now), f"-b {now} is the smallest value tried")
+    reaching = [r for r in lower if r["share_of_idle"] >= target_share]
+    chosen = reaching[0] if reaching else lower[-1]
     current = batch_point(now, now, decoders, rate, decode_step, idle)
     n = int(chosen["batch_size"])
     predicted = {**chosen, "batch_size_now": float(now), "target_decode_share": target_share,

@@ -114,6 +114,11 @@ class Recommendation:
     verification: VerificationPlan | None = None
     tradeoff: tuple[Mapping[str, float | str], ...] = ()
     notes: tuple[str, ...] = ()
+    # the engine's own spelling: the complete line (argv, env, Kubernetes args; DeployLine.to_dict()),
+    # and where the dial stands ("next-step" after a value already deployed, "spent", or "")
+    engine: str = "radiance"
+    deploy: Mapping[str, Any] = field(default_factory=dict)
+    dial_state: str = ""
 
     @property
     def argv_fragment(self) -> str:
@@ -133,6 +138,9 @@ class Recommendation:
             "verification": self.verification.to_dict() if self.verification else None,
             "tradeoff": _clean(self.tradeoff),
             "notes": list(self.notes),
+            "engine": self.engine,
+            "deploy": _clean(self.deploy),
+            "dial_state": self.dial_state,
         }
 
 

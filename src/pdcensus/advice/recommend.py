@@ -15,9 +15,11 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from pdcensus.advice import predict, ttft_replay
+from pdcensus.advice import engine_advice, predict, ttft_replay
+from pdcensus.advice.catalogue import engine_of_profile
+from pdcensus.advice.deploy import deployed_flags
 from pdcensus.advice.evidence import BootLedger
-from pdcensus.advice.knobs import get_knob
+from pdcensus.advice.knobs import ActsOn, get_knob
 from pdcensus.advice.model import Recommendation, VerificationPlan
 from pdcensus.advice.ttft_replay import PrefillTrace, ReplayForecast
 from pdcensus.census.model import BucketTable, CensusReport, LedgerResult, Mechanism, Severity
@@ -97,6 +99,12 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
     if not _finite(idle) or idle <= 0:
         idle, idle_basis = 1.0 / decode, "1 / decode-only step (no idle bucket rate)"
     n, reached = predict.choose_interleave(target_decode_share, chunk, decode, idle)
+    dial_state = ""
+    if current and n <= current:  # already deployed (or more): the next step on the same dial, or spent
+        if current + 1 > predict.MAX_INTERLEAVE:
+            return engine_advice.spent(ActsOn.STEP_TIME_SHARING, "radiance", knob, str(current),
+                                       f"{predict.MAX_INTERLEAVE} held steps per chunk step is the most the advice tries")
+        n, dial_state = current + 1, "next-step"
     chosen = predict.interleave_point(n, chunk, decode, idle)
     now = predict.interleave_point(current, chunk, decode, idle)
     ttft_now = float(busy_row.ttft_p90_seconds) if busy_row else math.nan
@@ -164,34 +172,40 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
     if not reached:
         notes.append(f"no N up to {predict.MAX_INTERLEAVE} reaches the target: the share tends to "
                      f"(1/D)/idle = {(1 / decode) / idle:.0%}")
-    if n == current:
-        notes.append(f"the flags in effect already hold {current} steps per chunk step")
+    if dial_state:
+        notes.append(f"the flags in effect already hold {current} steps per chunk step and the census still finds "
+                     f"sharing: the next step on this dial is {n}")
     counter = (f"{knob.counter} must leave zero in the after window; about {n} held steps per chunk "
                "step taken beside decoders")
     return Recommendation(
         "step-time-sharing", knob.flag, str(n), knob.env_line(str(n)), rollback, summary, predicted,
         cost=knob.cost, preconditions=knob.preconditions, verification=_plan(knob.flag, str(n), counter),
-        tradeoff=tuple(rows), notes=tuple(notes),
+        tradeoff=tuple(rows), notes=tuple(notes), dial_state=dial_state,
     )
 
 
 def recommend_arena(ledger: LedgerResult, report: CensusReport, flags: Mapping[str, str],
                     boot: BootLedger) -> Recommendation:
-    """Eviction: shrink the arena loan (the step budget; first a prefill span above 1)."""
+    """Eviction: shrink the arena loan (the step budget; first a prefill span above 1).
+
+    ``--prefill-span 1`` travels with ``--max-num-batched-tokens`` = 1 interval (the deploy line
+    carries both: :mod:`pdcensus.advice.catalogue.radiance`); with no span, the budget is halved,
+    never below the prefill stager's smallest pass, and the dial is spent once it sits there.
+    """
     span = _int_flag(flags, "--prefill-span", 1) or 1
-    interval = _int_flag(flags, "--checkpoint-interval")
+    interval = _int_flag(flags, "--checkpoint-interval") or 4096
     budget = _int_flag(flags, "--max-num-batched-tokens")
     floor = boot.stager_smallest_pass_tokens
     notes: list[str] = []
-    if span > 1 and interval:
-        knob, new = get_knob("--prefill-span"), 1
-        new_budget = interval
-        notes.append(f"with --prefill-span 1 set --max-num-batched-tokens {interval} (1 interval)")
+    if span > 1:
+        knob, value, new_budget = get_knob("--prefill-span"), "1", interval
     else:
         knob = get_knob("--max-num-batched-tokens")
         new_budget = max(budget // 2, floor or 0) if budget else 0
-        new = new_budget
-    before = str(span if knob.flag == "--prefill-span" else budget) if (budget or span > 1) else None
+        if budget and new_budget >= budget:
+            return engine_advice.spent(ActsOn.EVICTION, "radiance", knob, str(budget),
+                                       f"the budget sits at the prefill stager's smallest pass ({floor} tokens)")
+        value = str(new_budget) if new_budget else "N"
     predicted: dict[str, float] = {"lag_tail_effect": report.lag.tail_effect}
     if budget and new_budget:
         predicted["arena_loan_fraction_of_now"] = new_budget / budget
@@ -200,7 +214,6 @@ def recommend_arena(ledger: LedgerResult, report: CensusReport, flags: Mapping[s
                 new_budget, budget, ledger.chunk_step_seconds, ledger.decode_step_seconds)
     if floor is not None:
         predicted["stager_smallest_pass_tokens"] = float(floor)
-    value = str(new) if new else "N"
     summary = (f"{knob.flag} {value}: the arena a chunk step borrows shrinks to "
                f"{predicted.get('arena_loan_fraction_of_now', math.nan):.0%} of now, so the expert slab "
                "loses less and the lagged decode tail should shrink; prefill costs "
@@ -210,7 +223,7 @@ def recommend_arena(ledger: LedgerResult, report: CensusReport, flags: Mapping[s
     counter = ("no counter moves with the arena (it has no metric): verify argv, then the lag test in the "
                "after window must show the 2-14 min tail shrink")
     return Recommendation(
-        "eviction", knob.flag, value, knob.env_line(value), knob.rollback_env_line(before), summary,
+        "eviction", knob.flag, value, knob.env_line(value), knob.rollback_env_line(None), summary,
         predicted, cost=knob.cost, preconditions=knob.preconditions + tuple(
             [f"never below the prefill stager's smallest pass ({floor} tokens, boot ledger)"] if floor else []),
         verification=_plan(knob.flag, value, counter), notes=tuple(notes),
@@ -223,6 +236,8 @@ def recommend_checkpoints(depths_tokens: Sequence[int], flags: Mapping[str, str]
     knob = get_knob("--checkpoint-policy")
     interval = _int_flag(flags, "--checkpoint-interval") or 4096
     current = flags.get(knob.flag, knob.default or "geometric-backoff")
+    if current == "keep-all":
+        return _next_interval(depths_tokens, interval, depths_basis)
     rows: list[dict[str, float | str]] = []
     for policy in predict.POLICIES:
         for i in (interval, interval // 2, interval // 4):
@@ -255,30 +270,26 @@ def recommend_checkpoints(depths_tokens: Sequence[int], flags: Mapping[str, str]
     )
 
 
-def recommend_kv_headroom(report: CensusReport, flags: Mapping[str, str], boot: BootLedger) -> Recommendation:
-    """Preemption stall: fewer sequences so sequences x context fits the KV pool."""
-    knob = get_knob("--max-num-seqs")
-    running = report.timeline.running if report.timeline else ()
-    finite = [r for r in running if math.isfinite(r)]
-    peak = max(finite) if finite else math.nan
-    current = _int_flag(flags, knob.flag)
-    base = current if current else (int(peak) if _finite(peak) else 0)
-    new = max(1, int(math.floor(base * 0.75))) if base else 0
-    value = str(new) if new else "N"
-    predicted = {"peak_running": peak, "preemptions": report.preemption.total,
-                 "kv_demand_fraction_of_peak": new / peak if new and _finite(peak) and peak > 0 else math.nan}
-    if boot.kv_capacity_tokens:
-        predicted["kv_capacity_tokens"] = float(boot.kv_capacity_tokens)
-    summary = (f"--max-num-seqs {value}: KV demand at the peak batch drops to "
-               f"{predicted['kv_demand_fraction_of_peak']:.0%}, leaving headroom so a sequence is not "
-               "preempted and re-prefilled from token 0")
-    counter = ("increase(vllm:num_preemptions_total) in the after window must fall to ~0 and "
-               f"vllm:num_requests_running never exceed {value}")
+def _next_interval(depths_tokens: Sequence[int], interval: int, depths_basis: str) -> Recommendation:
+    """keep-all is deployed: replay is bounded by one interval, so the next step is a shorter interval."""
+    knob = get_knob("--checkpoint-interval")
+    new = interval // 2
+    if new < 64:
+        return engine_advice.spent(ActsOn.SELF_MADE_PREFILL, "radiance", knob, str(interval),
+                                   "64 tokens is the shortest interval the build accepts")
+    now = predict.mean_replay("keep-all", depths_tokens, interval, diverged=True)
+    then = predict.mean_replay("keep-all", depths_tokens, new, diverged=True)
+    writes = (sum(predict.snapshot_writes(d, new) for d in depths_tokens)
+              / max(1, sum(predict.snapshot_writes(d, interval) for d in depths_tokens)))
+    summary = (f"--checkpoint-interval {new}: keep-all is deployed, so a prefix hit replays less than one interval; "
+               f"halving it replays {then:.0f} tokens on average instead of {now:.0f} at the {depths_basis}, for "
+               f"x{writes:.1f} snapshot writes")
     return Recommendation(
-        "preemption-stall", knob.flag, value, knob.env_line(value),
-        knob.rollback_env_line(str(current) if current else None), summary, predicted, cost=knob.cost,
-        preconditions=knob.preconditions, verification=_plan(knob.flag, value, counter),
-    )
+        "self-made-prefill", knob.flag, str(new), knob.env_line(str(new)), knob.rollback_env_line(str(interval)),
+        summary, {"interval_tokens": float(interval), "interval_tokens_predicted": float(new),
+                  "mean_replay_tokens_now": now, "mean_replay_tokens_predicted": then, "snapshot_writes_ratio": writes},
+        cost=knob.cost, preconditions=knob.preconditions, dial_state="next-step",
+        verification=_plan(knob.flag, str(new), f"{knob.counter} per prompt token must drop"))
 
 
 def recommend(report: CensusReport, flags: Mapping[str, str] | None = None, boot: BootLedger | None = None,
@@ -289,25 +300,31 @@ def recommend(report: CensusReport, flags: Mapping[str, str] | None = None, boot
 
     ``trace`` is the analysed shape's prefill trace, for the replayed TTFT column.
     """
-    flags = dict(flags or {})
+    engine = engine_of_profile(report.profile)
+    flags = deployed_flags(dict(flags or {}), engine)
     boot = boot or BootLedger()
     found = set(report.verdict.mechanisms) | {report.verdict.mechanism}
-    if report.profile == "llamacpp":  # llama.cpp's own knobs (pdcensus.advice.llamacpp)
+    out: list[Recommendation | None] = []
+    if engine == "llamacpp":  # llama.cpp's own knobs (pdcensus.advice.llamacpp)
         from pdcensus.advice.llamacpp import recommend_batch
 
-        return (recommend_batch(report, flags, target_decode_share),) if Mechanism.STEP_TIME_SHARING in found else ()
-    out: list[Recommendation] = []
-    if Mechanism.STEP_TIME_SHARING in found:
+        if Mechanism.STEP_TIME_SHARING in found:
+            out.append(recommend_batch(report, flags, target_decode_share))
+        found -= {Mechanism.STEP_TIME_SHARING}
+    elif Mechanism.STEP_TIME_SHARING in found:
         out.append(recommend_interleave(report.ledger, report.buckets, flags, target_decode_share, report.profile,
-                                        trace))
+                                        trace) if engine == "radiance" else
+                   engine_advice.recommend_budget(report, ActsOn.STEP_TIME_SHARING, engine, flags))
     if Mechanism.EVICTION in found:
-        out.append(recommend_arena(report.ledger, report, flags, boot))
+        out.append(recommend_arena(report.ledger, report, flags, boot) if engine == "radiance" else
+                   engine_advice.recommend_budget(report, ActsOn.EVICTION, engine, flags))
     if Mechanism.PREEMPTION_STALL in found:
-        out.append(recommend_kv_headroom(report, flags, boot))
+        out.append(engine_advice.recommend_kv_headroom(report, engine, flags))
     self_made = any(t.fired and "prefix" in t.name for t in report.traps)
-    if self_made and prefix_hit_depths_tokens:
+    if self_made and prefix_hit_depths_tokens and engine == "radiance":
         out.append(recommend_checkpoints(prefix_hit_depths_tokens, flags))
-    recs = tuple(_weigh_severity(r, report) for r in out)
+    recs = engine_advice.merge_same_knob(
+        [_weigh_severity(engine_advice.with_deploy(r, engine, flags), report) for r in out if r is not None])
     if report.overload is not None and report.overload.overloaded:  # capacity before knobs: no knob is the fix
         from pdcensus.advice.capacity import capacity_first
 
@@ -319,7 +336,7 @@ def _weigh_severity(rec: Recommendation, report: CensusReport) -> Recommendation
     """For a minor mechanism, say plainly what the knob wins back against what it costs, and when to skip it."""
     found = {f.mechanism.value: f for f in report.verdict.found}
     f = found.get(rec.mechanism)
-    if f is None or f.severity is not Severity.MINOR:
+    if f is None or f.severity is not Severity.MINOR or not rec.value:
         return rec
     stretch = rec.predicted.get("ttft_p90_ratio_replay", rec.predicted.get("ttft_stretch", float("nan")))
     ttft = (f"stretches a prefilling prompt's TTFT about {stretch:.1f}x" if _finite(stretch) and stretch > 1

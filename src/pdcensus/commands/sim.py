@@ -18,28 +18,34 @@ def sim_command(
     duration: Annotated[str, typer.Option("--duration", help="Virtual time to simulate, e.g. 2h, 90m, 1d.")] = "2h",
     seed: Annotated[int, typer.Option("--seed", help="Random seed (same seed, same bytes).")] = 0,
     scrape_interval: Annotated[str, typer.Option("--scrape-interval", help="Scrape interval, e.g. 15s.")] = "15s",
-    sets: Annotated[Optional[list[str]], typer.Option("--set", help="Engine flag override FLAG=VALUE (repeatable).")] = None,
+    sets: Annotated[Optional[list[str]], typer.Option("--set", help="Engine flag override FLAG=VALUE (repeatable), in the --profile engine's own spelling (vllm: --max-num-batched-tokens, --max-num-seqs; sglang: --chunked-prefill-size, --max-running-requests; tgi: --max-batch-prefill-tokens or MAX_BATCH_PREFILL_TOKENS).")] = None,
     profile: Annotated[str, typer.Option("--profile", help="Metric set: radiance, vllm (plain vLLM V1 names), sglang or tgi (each engine's own names).")] = "radiance",
 ) -> None:
     """Simulate SCENARIO in virtual time and write the recording, ground truth and evidence to --out."""
     from pdcensus.sim.output import write_sim_dir
-    from pdcensus.sim.run import simulate
+    from pdcensus.sim.run import simulate_scenario
+    from pdcensus.sim.scenarios import get_scenario
 
     duration_seconds = parse_duration(duration)
     interval_seconds = parse_duration(scrape_interval)
     overrides = parse_sets(sets)
+    spec = get_scenario(scenario)
+    if profile != "radiance" and overrides:  # the engine's own spelling (pdcensus.sim.engine_flags)
+        from pdcensus.sim.engine_flags import apply
+
+        spec, overrides = apply(spec, profile, overrides), {}
     if duration_seconds >= LONG_RUN_SECONDS:
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(TextColumn(f"sim {scenario}"), BarColumn(), TextColumn("{task.percentage:>3.0f}%"),
                       TimeElapsedColumn(), transient=True) as bar:
             task = bar.add_task("sim", total=1.0)
-            result = simulate(scenario, duration_seconds=duration_seconds, seed=seed,
-                              scrape_interval_seconds=interval_seconds, overrides=overrides, profile=profile,
-                              progress=lambda done: bar.update(task, completed=done))
+            result = simulate_scenario(spec, duration_seconds=duration_seconds, seed=seed,
+                                       scrape_interval_seconds=interval_seconds, overrides=overrides,
+                                       profile=profile, progress=lambda done: bar.update(task, completed=done))
     else:
-        result = simulate(scenario, duration_seconds=duration_seconds, seed=seed,
-                          scrape_interval_seconds=interval_seconds, overrides=overrides, profile=profile)
+        result = simulate_scenario(spec, duration_seconds=duration_seconds, seed=seed,
+                                   scrape_interval_seconds=interval_seconds, overrides=overrides, profile=profile)
     path = write_sim_dir(result, out)
     truth = result.truth
     typer.echo(f"{scenario}: truth {truth['mechanism']} (dominant: {', '.join(truth['mechanisms']) or '-'}); "

@@ -20,6 +20,7 @@ from pdcensus.series.model import Recording
 from pdcensus.sim.config import Build, EngineConfig, parse_config
 from pdcensus.sim.config_source import render_config_source
 from pdcensus.sim.engine import Engine
+from pdcensus.sim.engine_flags import engine_argv
 from pdcensus.sim.evidence import boot_log, diagnostics, stats
 from pdcensus.sim.exporter import RECORDING_PROFILES, RecordingAssembler
 from pdcensus.sim.hardware import Hardware
@@ -151,7 +152,7 @@ def simulate_scenario(
         stats=stats(engine, end_t, EPOCH_SECONDS),
         diagnostics=diagnostics(engine, last_build, EPOCH_SECONDS + end_t),
         boot_log="".join(boot),
-        cmdline=last_config.argv(),
+        cmdline=engine_argv(profile, last_config),
         config_source=render_config_source(),
         engine=engine,
     )

@@ -1,0 +1,43 @@
+"""The knob catalogue per engine, read through one interface by recommend, lint and verify-arm.
+
+Each engine module holds its knobs as data, read from that engine's source at a pinned version
+(cited in its docstring): :mod:`.radiance`, :mod:`.vllm`, :mod:`.sglang`, :mod:`.tgi`,
+:mod:`.llamacpp`. :func:`engine_catalogue` returns one; :func:`engine_of_profile` maps a census
+metric profile (``vllm-v1``, ``radiance-1.8``, ...) to its engine, and :func:`engine_of_argv`
+reads the engine from a process's argv.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from importlib import import_module
+
+from pdcensus.advice.catalogue.model import EngineCatalogue, Gap
+from pdcensus.errors import UsageError
+
+ENGINES = ("radiance", "vllm", "sglang", "tgi", "llamacpp")
+__all__ = ["ENGINES", "EngineCatalogue", "Gap", "engine_catalogue", "engine_of_argv", "engine_of_profile"]
+
+
+def engine_catalogue(engine: str) -> EngineCatalogue:
+    """The catalogue of one engine (UsageError lists the engines)."""
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}: expected one of: {', '.join(ENGINES)}")
+    catalogue: EngineCatalogue = import_module(f"pdcensus.advice.catalogue.{engine}").CATALOGUE
+    return catalogue
+
+
+def engine_of_profile(profile: str) -> str:
+    """``radiance-1.8`` -> radiance, ``vllm-v1`` -> vllm, ``sglang`` -> sglang; unknown -> radiance."""
+    head = profile.split("-")[0].lower()
+    return head if head in ENGINES else "radiance"
+
+
+def engine_of_argv(args: Sequence[str]) -> str | None:
+    """The engine a process's argv runs (``vllm serve``, ``sglang.launch_server``, ``llama-server``, ...)."""
+    text = " ".join(args[:4]).lower()
+    for needle, engine in (("sglang", "sglang"), ("vllm", "vllm"), ("text-generation", "tgi"),
+                           ("llama-server", "llamacpp"), ("radiance", "radiance")):
+        if needle in text:
+            return engine
+    return None

@@ -1,0 +1,102 @@
+"""TGI's knobs (Text Generation Inference), read at tag v3.3.7 of huggingface/text-generation-inference.
+
+Files read: ``launcher/src/main.rs`` (the ``Args`` struct: every flag is ``#[clap(long, env)]``,
+so each has an env variable of its field name upper-cased, e.g. ``MAX_BATCH_PREFILL_TOKENS``; the
+``max_batch_prefill_tokens`` default is computed from the model and VRAM, 4096 when nothing else
+decides); ``backends/v3/src/main.rs`` (``max_batch_prefill_tokens`` must be <=
+``max_batch_total_tokens``, and >= ``max_input_tokens`` unless prefill chunking is on);
+``backends/v3/src/queue.rs`` (a prompt over the prefill budget is cut to the budget when chunking
+is supported); ``server/text_generation_server/models/globals.py`` (``PREFILL_CHUNKING``, on by
+default).
+
+The launcher passes the router its flags as argv, so the process to read is
+``text-generation-router``. TGI exports no TTFT histogram and no preemption counter, so the
+census cannot see a preemption stall on TGI; its step ledger comes from
+``tgi_batch_forward_duration{method}``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pdcensus.advice.catalogue.model import EngineCatalogue, Gap
+from pdcensus.advice.knobs import ActsOn, CounterCheck, Dial, Knob
+
+PIN = "TGI 3.3.7"
+SRC = "huggingface/text-generation-inference v3.3.7"
+VERSIONS = ">= 2.0 (same spelling at 3.3.7)"
+_BUCKET_PAIR = ("bucket the decode rows per interval (tgi_batch_forward_duration_count{method=\"decode\"} x "
+                "tgi_batch_current_size) by the prompt rate, before and after, with the SAME edges")
+_ROLLBACK = "the env line with the previous value (or empty: the launcher's default); the flag wins over the env"
+
+
+def _knob(flag: str, argument: str, default: str | None, role: str, dial: Dial, acts_on: tuple[ActsOn, ...],
+          semantics: str, cost: str, preconditions: tuple[str, ...] = (), counter: str | None = None,
+          check: CounterCheck = CounterCheck.NONE, source: str = "launcher/src/main.rs") -> Knob:
+    env = flag.lstrip("-").upper().replace("-", "_")
+    return Knob(flag=flag, argument=argument, default=default, role=role, acts_on=acts_on, semantics=semantics,
+                cost=cost, preconditions=preconditions, interactions=(), counter=counter, counter_check=check,
+                bucket_pair=_BUCKET_PAIR, engine="tgi", env=env, dial=dial, versions=VERSIONS,
+                source=f"{SRC} {source}", rollback=_ROLLBACK)
+
+
+KNOBS = (
+    _knob("--max-batch-prefill-tokens", "TOKENS", "computed from the model and VRAM (4096 when nothing decides)",
+          "the prefill budget: the decoder dial on TGI", Dial.CHUNK_BUDGET,
+          (ActsOn.STEP_TIME_SHARING, ActsOn.EVICTION, ActsOn.PREFILL_SPEED),
+          "the most tokens in one prefill call; with prefill chunking a longer prompt is cut to it, and the running "
+          "batch waits each prefill call", "a long prompt needs more prefill calls: its TTFT grows",
+          ("<= --max-batch-total-tokens (the router refuses more)",
+           ">= --max-input-tokens unless prefill chunking is on (PREFILL_CHUNKING=1, the default)"),
+          "tgi_batch_forward_duration{method=\"prefill\"}: the mean prefill call must shorten",
+          CounterCheck.CHUNK_STEP_MOVES, "backends/v3/src/main.rs"),
+    _knob("--max-waiting-tokens", "N", "20", "decode steps before waiting requests are forced in",
+          Dial.ADMISSION, (ActsOn.STEP_TIME_SHARING,),
+          "how many tokens the running batch generates before waiting requests are prefilled into it; a prefill "
+          "pauses the running batch", "a larger value makes waiting requests wait longer (TTFT)"),
+    _knob("--waiting-served-ratio", "RATIO", "0.3", "when waiting requests interrupt the batch", Dial.ADMISSION,
+          (), "waiting / running ratio at which the running batch is paused for a prefill",
+          "a larger value makes arrivals wait; a smaller one interrupts decoders more often"),
+    _knob("--max-batch-total-tokens", "TOKENS", "inferred from free memory", "KV capacity", Dial.KV_CAPACITY,
+          (ActsOn.PREEMPTION_STALL,), "the tokens of all requests in a batch (the KV pool)",
+          "set too high and a batch runs out of memory", ("fits the memory left after the weights",)),
+    _knob("--max-concurrent-requests", "N", "128", "admission limit", Dial.ADMISSION, (),
+          "requests beyond it are refused rather than queued (backpressure)", "refused requests (HTTP 429)"),
+    _knob("--max-batch-size", "N", None, "requests per batch", Dial.KV_CAPACITY, (),
+          "a hard cap on requests per batch, for hardware without unpadded inference", "fewer concurrent streams"),
+    _knob("--cuda-memory-fraction", "FRACTION", "1.0", "device memory TGI may use", Dial.KV_CAPACITY, (),
+          "limits the memory TGI sees", "a smaller KV pool"),
+)
+
+
+def complete(flag: str, value: str, deployed: Mapping[str, str]) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
+    """A prefill budget below the longest input needs prefill chunking; it never exceeds the batch total."""
+    if flag != "--max-batch-prefill-tokens" or not value.isdigit():
+        return (), ()
+    extra: list[tuple[str, str]] = []
+    notes: list[str] = []
+    total = deployed.get("--max-batch-total-tokens")
+    if total and total.isdigit() and int(value) > int(total):
+        extra.append(("--max-batch-total-tokens", value))
+        notes.append("the router refuses a prefill budget above --max-batch-total-tokens")
+    longest = deployed.get("--max-input-tokens") or deployed.get("--max-input-length")
+    if not longest or not longest.isdigit() or int(value) < int(longest):
+        extra.append(("PREFILL_CHUNKING", "1"))
+        notes.append("PREFILL_CHUNKING=1 (server env): a budget below --max-input-tokens is refused without it")
+    return tuple(extra), tuple(notes)
+
+
+CATALOGUE = EngineCatalogue(
+    engine="tgi", name="TGI", pin=PIN,
+    sources=tuple(f"{SRC} {p}" for p in ("launcher/src/main.rs", "backends/v3/src/main.rs", "backends/v3/src/queue.rs",
+                                         "server/text_generation_server/models/globals.py")),
+    env_rule="every launcher flag has an env variable: the field name upper-cased (MAX_BATCH_PREFILL_TOKENS); "
+             "a flag on the command line wins over it",
+    knobs=KNOBS,
+    gaps=(Gap(ActsOn.PREEMPTION_STALL, "TGI exports no preemption counter, so no arm can be verified here",
+              "size --max-batch-total-tokens to the memory; add replicas when the queue grows"),
+          Gap(ActsOn.SELF_MADE_PREFILL, "TGI has no linear-state checkpoint knob",
+              "prefix caching (PREFIX_CACHING) is per block; keep sessions on one replica")),
+    primary={ActsOn.STEP_TIME_SHARING: "--max-batch-prefill-tokens", ActsOn.EVICTION: "--max-batch-prefill-tokens"},
+    serve=("text-generation-router",), complete=complete,
+)

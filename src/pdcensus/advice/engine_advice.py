@@ -1,0 +1,170 @@
+"""Advice on the engine that runs: each engine's own dial for the measured mechanism, complete and new.
+
+:mod:`pdcensus.advice.recommend` computes radiance's arms from the step ledger; this module gives
+the other engines theirs from their catalogues (:mod:`pdcensus.advice.catalogue`):
+
+- step-time sharing and eviction: the engine's step budget (vLLM ``--max-num-batched-tokens``,
+  SGLang ``--chunked-prefill-size``, TGI ``--max-batch-prefill-tokens``) halved from the deployed
+  value. A decoder beside a chunk waits one step of about the budget's tokens, and the chunk's
+  activations (radiance: the arena the expert slab lends) scale with it. Where the ledger has a
+  chunk step ``c`` and a decode-only step ``d`` (TGI), the chunk step at budget ``B'`` is
+  predicted as ``d + (c - d) B'/B``;
+- preemption stall: fewer running sequences (``--max-num-seqs``, ``--max-running-requests``),
+  three quarters of the deployed value (or of the peak batch where argv is not known).
+
+Every recommendation is finished by :func:`with_deploy`: the complete deploy line in the engine's
+spelling (:mod:`pdcensus.advice.deploy`). A value already deployed is never recommended again: the
+next step on the same dial, or the dial is spent (``dial_state``) with the structural fix. Where an
+engine has no knob for a mechanism, :func:`gap_recommendation` says so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from pdcensus.advice.catalogue import engine_catalogue
+from pdcensus.advice.deploy import deploy_line, same_value
+from pdcensus.advice.knobs import ActsOn, Dial, Knob
+from pdcensus.advice.model import Recommendation, VerificationPlan
+from pdcensus.census.model import CensusReport
+
+MIN_BUDGET_TOKENS = 512  # below this a budget halving buys little and every prompt pays per step
+KV_HEADROOM_SHARE = 0.75
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text is not None and text.lstrip("-").isdigit() else None
+
+
+def _finite(x: float | None) -> bool:
+    return x is not None and math.isfinite(x)
+
+
+def plan(knob: Knob, value: str, counter_text: str) -> VerificationPlan:
+    """The runbook's order (argv, counter, bucket pair), with the engine's own process and flag."""
+    return VerificationPlan(argv=knob.argv_check(value), counter=counter_text, bucket_pair=knob.bucket_pair,
+                            command=f"pdcensus verify-arm --before BEFORE --after AFTER --flag {knob.flag}={value} "
+                                    "--cmdline CMDLINE")
+
+
+def structural_fix(engine: str) -> str:
+    catalogue = engine_catalogue(engine)
+    split = next((k for k in catalogue.knobs if k.dial is Dial.DISAGGREGATION), None)
+    return (f"prefill/decode disaggregation ({split.flag}: {split.semantics})" if split is not None
+            else f"{catalogue.name} offers no prefill/decode disaggregation: separate replicas for long prompts")
+
+
+def spent(mechanism: ActsOn, engine: str, knob: Knob, current: str, why: str) -> Recommendation:
+    """The dial is spent: no value to deploy, the structural fix instead."""
+    name = engine_catalogue(engine).name
+    return Recommendation(mechanism.value, knob.flag, "", "", "", f"{knob.flag} is spent on {name} at {current}: {why}; "
+                          f"the structural fix: {structural_fix(engine)}", {}, cost=knob.cost,
+                          preconditions=knob.preconditions, engine=engine, dial_state="spent")
+
+
+def gap_recommendation(mechanism: ActsOn, engine: str) -> Recommendation | None:
+    """The engine has no knob for the mechanism: say so and name the structural fix."""
+    catalogue = engine_catalogue(engine)
+    gap = catalogue.gap(mechanism)
+    if gap is None:
+        return None
+    return Recommendation(mechanism.value, "", "", "", "", f"{catalogue.name} has no knob for {mechanism.value}: "
+                          f"{gap.why}; the structural fix: {gap.structural_fix}", {}, engine=engine,
+                          dial_state="no-knob")
+
+
+def recommend_budget(report: CensusReport, mechanism: ActsOn, engine: str,
+                     deployed: Mapping[str, str]) -> Recommendation | None:
+    """The engine's step budget, halved from the deployed value (the next step if a value is deployed)."""
+    catalogue = engine_catalogue(engine)
+    knob = catalogue.primary_knob(mechanism)
+    if knob is None:
+        return gap_recommendation(mechanism, engine)
+    current = _int(deployed.get(knob.flag))
+    if current is None:
+        return Recommendation(
+            mechanism.value, knob.flag, "N", "", "", f"{knob.flag} is the dial on {catalogue.name} ({knob.semantics}); "
+            "the deployed value is not known (give the argv: --evidence, or a cmdline), so no next value is computed",
+            {}, cost=knob.cost, preconditions=knob.preconditions, engine=engine)
+    if current <= MIN_BUDGET_TOKENS:
+        return spent(mechanism, engine, knob, str(current), f"at {MIN_BUDGET_TOKENS} tokens or fewer a step is mostly "
+                     "fixed cost, so halving again buys decoders little and every prompt pays per step")
+    new = max(MIN_BUDGET_TOKENS, current // 2)
+    ratio = new / current
+    predicted: dict[str, float] = {"step_tokens_now": float(current), "step_tokens_predicted": float(new),
+                                   "budget_fraction_of_now": ratio}
+    ledger = report.ledger
+    chunk, decode = ledger.chunk_step_seconds, ledger.decode_step_seconds
+    effect = f"a chunk beside decoders carries at most {new} tokens instead of {current}"
+    if _finite(chunk) and _finite(decode) and chunk > decode > 0:
+        chunk_new = decode + (chunk - decode) * ratio
+        predicted |= {"chunk_step_seconds_now": chunk, "chunk_step_seconds_predicted": chunk_new,
+                      "per_stream_tokens_per_second_beside_prefill_now": 1.0 / chunk,
+                      "per_stream_tokens_per_second_beside_prefill": 1.0 / chunk_new,
+                      "prompt_ttft_stretch": (chunk_new / new) / (chunk / current)}
+        effect += (f": the chunk step {chunk:.3f} s -> {chunk_new:.3f} s, a decoder beside it "
+                   f"{1 / chunk:.1f} -> {1 / chunk_new:.1f} tok/s; a prompt's TTFT x{predicted['prompt_ttft_stretch']:.2f}")
+    else:
+        effect += (f": a decoder beside a long prompt waits about x{ratio:.2f} as long per token (no step ledger on "
+                   f"{catalogue.name}'s /metrics, so no seconds are predicted)")
+    if mechanism is ActsOn.EVICTION:
+        effect += f"; the chunk's activations (what a step borrows from the rest of the device) shrink to {ratio:.0%}"
+    return Recommendation(mechanism.value, knob.flag, str(new), "", "", f"{knob.flag} {new}: {effect}", predicted,
+                          cost=knob.cost, preconditions=knob.preconditions,
+                          verification=plan(knob, str(new), knob.counter or "argv and the bucket pair decide"),
+                          engine=engine)
+
+
+def recommend_kv_headroom(report: CensusReport, engine: str, deployed: Mapping[str, str]) -> Recommendation | None:
+    """Preemption stall: three quarters of the running sequences (deployed value, else the peak batch)."""
+    catalogue = engine_catalogue(engine)
+    knob = catalogue.primary_knob(ActsOn.PREEMPTION_STALL)
+    if knob is None:
+        return gap_recommendation(ActsOn.PREEMPTION_STALL, engine)
+    running = [r for r in (report.timeline.running if report.timeline else ()) if math.isfinite(r)]
+    peak = max(running) if running else math.nan
+    current = _int(deployed.get(knob.flag))
+    base = current if current else (int(peak) if _finite(peak) else 0)
+    if base and base <= 1:
+        return spent(ActsOn.PREEMPTION_STALL, engine, knob, str(base), "one sequence at a time cannot shrink further")
+    new = max(1, int(math.floor(base * KV_HEADROOM_SHARE))) if base else 0
+    value = str(new) if new else "N"
+    predicted = {"peak_running": peak, "preemptions": report.preemption.total,
+                 "kv_demand_fraction_of_peak": new / peak if new and _finite(peak) and peak > 0 else math.nan}
+    summary = (f"{knob.flag} {value}: KV demand at the peak batch drops to {predicted['kv_demand_fraction_of_peak']:.0%}, "
+               "leaving headroom so a sequence is not preempted and re-prefilled from token 0")
+    counter = (f"the preemption counter's increase in the after window must fall to ~0 and {knob.counter} never "
+               f"exceed {value}")
+    return Recommendation(ActsOn.PREEMPTION_STALL.value, knob.flag, value, "", "", summary, predicted,
+                          cost=knob.cost, preconditions=knob.preconditions, verification=plan(knob, value, counter),
+                          engine=engine)
+
+
+def with_deploy(rec: Recommendation, engine: str, deployed: Mapping[str, str]) -> Recommendation:
+    """The complete line in the engine's spelling; a value already deployed becomes a note, never the line."""
+    if not rec.knob or rec.value in ("", "N"):
+        return replace(rec, engine=engine)
+    knob = engine_catalogue(engine).knob(rec.knob)
+    flag = knob.flag if knob is not None else rec.knob
+    if same_value(deployed.get(flag), rec.value):
+        return replace(rec, value="", env_line="", rollback_env_line="", verification=None, engine=engine,
+                       dial_state="spent", summary=f"{flag} {deployed[flag]} is already deployed: " + rec.summary)
+    line = deploy_line(engine, flag, rec.value, deployed)
+    notes = tuple(n for n in line.notes if n not in rec.notes)
+    return replace(rec, engine=engine, env_line=line.primary(), rollback_env_line=line.rollback_primary(),
+                   deploy=line.to_dict(), notes=rec.notes + notes)
+
+
+def merge_same_knob(recs: Sequence[Recommendation]) -> tuple[Recommendation, ...]:
+    """One line per knob and value: a second mechanism the same arm acts on becomes a note on the first."""
+    out: list[Recommendation] = []
+    for rec in recs:
+        same = next((i for i, r in enumerate(out) if r.knob and r.knob == rec.knob and r.value == rec.value), None)
+        if same is None:
+            out.append(rec)
+        else:
+            out[same] = replace(out[same], notes=out[same].notes + (
+                f"the same arm acts on {rec.mechanism} too (found beside {out[same].mechanism})",))
+    return tuple(out)
