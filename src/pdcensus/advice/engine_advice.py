@@ -3,14 +3,20 @@
 :mod:`pdcensus.advice.recommend` computes radiance's arms from the step ledger; this module gives
 the other engines theirs from their catalogues (:mod:`pdcensus.advice.catalogue`):
 
-- step-time sharing and eviction: the engine's step budget (vLLM ``--max-num-batched-tokens``,
-  SGLang ``--chunked-prefill-size``, TGI ``--max-batch-prefill-tokens``) halved from the deployed
-  value. A decoder beside a chunk waits one step of about the budget's tokens, and the chunk's
-  activations (radiance: the arena the expert slab lends) scale with it. Where the ledger has a
-  chunk step ``c`` and a decode-only step ``d`` (TGI), the chunk step at budget ``B'`` is
-  predicted as ``d + (c - d) B'/B``;
-- preemption stall: fewer running sequences (``--max-num-seqs``, ``--max-running-requests``),
-  three quarters of the deployed value (or of the peak batch where argv is not known).
+- step-time sharing: the engine's step budget (vLLM ``--max-num-batched-tokens``, SGLang
+  ``--chunked-prefill-size``, TGI ``--max-batch-prefill-tokens``) halved from the deployed value.
+  A decoder beside a chunk waits one step of about the budget's tokens and gets one token from it.
+  The prompt's compute is the same whatever the chunk, so while a chunk step ``c`` is many
+  decode-only steps ``d`` long the decoders' lost share ``1 - d/c`` hardly moves: what the budget
+  moves is the longest stall, ITL p99 while prefill runs, predicted as ``1 + (r - 1) B'/B`` for a
+  ratio ``r`` to idle now (the stall beyond a decode step scales with the chunk). None of these
+  engines holds decode-only steps after a chunk as radiance's ``--prefill-interleave`` does; the
+  structural fix is disaggregation;
+- eviction: the budget halved: a chunk's activations (radiance: the arena the expert slab lends)
+  scale with it;
+- preemption stall: fewer running sequences (``--max-num-seqs``, ``--max-running-requests``): half
+  the peak batch (or of the deployed value if lower). At the peak the KV pool is full of
+  sequences about halfway through; about half as many fit at their full length.
 
 Every recommendation is finished by :func:`with_deploy`: the complete deploy line in the engine's
 spelling (:mod:`pdcensus.advice.deploy`). A value already deployed is never recommended again: the
@@ -31,7 +37,8 @@ from pdcensus.advice.model import Recommendation, VerificationPlan
 from pdcensus.census.model import CensusReport
 
 MIN_BUDGET_TOKENS = 512  # below this a budget halving buys little and every prompt pays per step
-KV_HEADROOM_SHARE = 0.75
+KV_HEADROOM_SHARE = 0.5  # of the peak batch (module docstring)
+SHARING_CUT, EVICTION_CUT = 2, 2  # the budget's divisor per mechanism (module docstring)
 
 
 def _int(text: str | None) -> int | None:
@@ -91,7 +98,7 @@ def recommend_budget(report: CensusReport, mechanism: ActsOn, engine: str,
     if current <= MIN_BUDGET_TOKENS:
         return spent(mechanism, engine, knob, str(current), f"at {MIN_BUDGET_TOKENS} tokens or fewer a step is mostly "
                      "fixed cost, so halving again buys decoders little and every prompt pays per step")
-    new = max(MIN_BUDGET_TOKENS, current // 2)
+    new = max(MIN_BUDGET_TOKENS, current // (EVICTION_CUT if mechanism is ActsOn.EVICTION else SHARING_CUT))
     ratio = new / current
     predicted: dict[str, float] = {"step_tokens_now": float(current), "step_tokens_predicted": float(new),
                                    "budget_fraction_of_now": ratio}
@@ -109,6 +116,14 @@ def recommend_budget(report: CensusReport, mechanism: ActsOn, engine: str,
     else:
         effect += (f": a decoder beside a long prompt waits about x{ratio:.2f} as long per token (no step ledger on "
                    f"{catalogue.name}'s /metrics, so no seconds are predicted)")
+    found = next((f for f in report.verdict.found if f.mechanism.value == mechanism.value), None)
+    if mechanism is ActsOn.STEP_TIME_SHARING and found is not None and _finite(found.itl_p99_ratio):
+        itl = 1.0 + (found.itl_p99_ratio - 1.0) * ratio
+        predicted |= {"itl_p99_ratio_while_prefill_now": found.itl_p99_ratio, "itl_p99_ratio_while_prefill": itl,
+                      "loss_share_now": found.loss_share}
+        effect += (f"; ITL p99 while prefill runs x{found.itl_p99_ratio:.1f} -> about x{itl:.1f} of idle (the longest "
+                   f"stall), while the decoders' lost share ({found.loss_share:.1%}) stays about where it is: the "
+                   "prompt's compute is unchanged")
     if mechanism is ActsOn.EVICTION:
         effect += f"; the chunk's activations (what a step borrows from the rest of the device) shrink to {ratio:.0%}"
     return Recommendation(mechanism.value, knob.flag, str(new), "", "", f"{knob.flag} {new}: {effect}", predicted,
@@ -126,15 +141,17 @@ def recommend_kv_headroom(report: CensusReport, engine: str, deployed: Mapping[s
     running = [r for r in (report.timeline.running if report.timeline else ()) if math.isfinite(r)]
     peak = max(running) if running else math.nan
     current = _int(deployed.get(knob.flag))
-    base = current if current else (int(peak) if _finite(peak) else 0)
-    if base and base <= 1:
-        return spent(ActsOn.PREEMPTION_STALL, engine, knob, str(base), "one sequence at a time cannot shrink further")
+    candidates = [x for x in (current, int(peak) if _finite(peak) else None) if x]
+    base = min(candidates) if candidates else 0
+    if base and base <= 2:
+        return spent(ActsOn.PREEMPTION_STALL, engine, knob, str(base), "two sequences at a time cannot shrink further")
     new = max(1, int(math.floor(base * KV_HEADROOM_SHARE))) if base else 0
     value = str(new) if new else "N"
     predicted = {"peak_running": peak, "preemptions": report.preemption.total,
                  "kv_demand_fraction_of_peak": new / peak if new and _finite(peak) and peak > 0 else math.nan}
-    summary = (f"{knob.flag} {value}: KV demand at the peak batch drops to {predicted['kv_demand_fraction_of_peak']:.0%}, "
-               "leaving headroom so a sequence is not preempted and re-prefilled from token 0")
+    summary = (f"{knob.flag} {value}: KV demand at the peak batch drops to {predicted['kv_demand_fraction_of_peak']:.0%}: "
+               "at the peak the pool is full of sequences about halfway through, so about half as many fit at their "
+               "full length and none is preempted and re-prefilled from token 0; arrivals queue instead (TTFT)")
     counter = (f"the preemption counter's increase in the after window must fall to ~0 and {knob.counter} never "
                f"exceed {value}")
     return Recommendation(ActsOn.PREEMPTION_STALL.value, knob.flag, value, "", "", summary, predicted,

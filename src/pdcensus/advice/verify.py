@@ -20,8 +20,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdcensus.advice import gate, predict, ttft_replay
+from pdcensus.advice import engaged, gate, predict, ttft_replay
 from pdcensus.advice.arm_args import DEFAULT_TOLERANCE
+from pdcensus.advice.catalogue import engine_of_argv
 from pdcensus.advice.evidence import Argv
 from pdcensus.advice.knobs import CounterCheck, Knob, get_knob
 from pdcensus.advice.model import ArmOutcome, ArmStep, ArmVerdict, StepStatus
@@ -160,6 +161,8 @@ def check_counter(knob: Knob, value: str | None, before: Window, after: Window) 
         return ArmStep("counter", StepStatus.PASSED if ok else StepStatus.FAILED,
                        f"replayed share of prompt tokens {ratios[0]:.1%} -> {ratios[1]:.1%}",
                        {"replay_share_before": ratios[0], "replay_share_after": ratios[1]})
+    if knob.counter_check is CounterCheck.STEP_TOKENS_AT_MOST:  # vLLM's budget (pdcensus.advice.engaged)
+        return engaged.check_step_tokens(knob.flag, value, before.signals, s)
     if knob.counter_check is CounterCheck.CHUNK_STEP_MOVES:
         c0, c1 = before.report.ledger.chunk_step_seconds, after.report.ledger.chunk_step_seconds
         if not (math.isfinite(c0) and math.isfinite(c1)):
@@ -267,12 +270,13 @@ def verify_arm(before: Recording, after: Recording, flag: str, value: str | None
     """
     if not 0 < tolerance < 10:
         raise UsageError(f"tolerance must be a share above 0 (0.25 = 25 %), got {tolerance!r}")
-    knob = get_knob(flag)
+    knob = get_knob(flag, engine_of_argv(argv.args) if argv is not None else None)  # the engine argv runs
     before_flags = before_flags or {}
     w_before, w_after = read_window(before, instance), read_window(after, instance)
     steps = [check_argv(argv, knob.flag, value, knob.aliases), check_counter(knob, value, w_before, w_after)]
     pair_values = bucket_pair(w_before.signals, w_after.signals)
     pair = compare_buckets(knob, pair_values)
+    pair = engaged.judge_pair(knob, pair, w_before.signals, w_after.signals)  # per dial (pdcensus.advice.engaged)
     steps.append(pair)
     predicted: dict[str, float] = {}
     observed: dict[str, float] = {}
