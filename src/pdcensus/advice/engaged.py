@@ -54,6 +54,8 @@ def check_step_tokens(flag: str, value: str | None, before: ShapeSignals, after:
 
 
 MIN_STALL_CHANGE = 0.10  # the busy ITL p99 must fall by this share (verify-arm's MIN_CHANGE)
+# engines whose ITL histogram is a per-request mean (TGI's tgi_request_mean_time_per_token_duration)
+PER_REQUEST_ITL = frozenset({"tgi"})
 
 
 def busy_itl_p99(signals: ShapeSignals, idle_threshold_tokens_per_second: float) -> float:
@@ -70,7 +72,8 @@ def busy_itl_p99(signals: ShapeSignals, idle_threshold_tokens_per_second: float)
     return quantile_of_bounds(0.99, hist.upper_bounds, counts) if counts[-1] > 0 else math.nan
 
 
-def check_stall(pair: ArmStep, before: ShapeSignals, after: ShapeSignals) -> ArmStep:
+def check_stall(pair: ArmStep, before: ShapeSignals, after: ShapeSignals,
+                chunk_step_seconds: tuple[float, float] = (math.nan, math.nan)) -> ArmStep:
     """A step-budget arm's bucket pair: the busy scrapes' ITL p99 (the longest stall beside a chunk) must fall.
 
     A smaller chunk leaves the prompt's compute, and so the decoders' mean rate while it runs, about
@@ -78,12 +81,17 @@ def check_stall(pair: ArmStep, before: ShapeSignals, after: ShapeSignals) -> Arm
     TTFT comparison stays in the detail.
     """
     threshold = pair.numbers.get("idle_threshold_tokens_per_second", math.nan)
-    p_before, p_after = busy_itl_p99(before, threshold), busy_itl_p99(after, threshold)
-    numbers = {**pair.numbers, "busy_itl_p99_before": p_before, "busy_itl_p99_after": p_after}
+    what = "busy ITL p99 (the longest stall beside a chunk)"
+    if before.profile.engine in PER_REQUEST_ITL:  # a per-request mean cannot show a stall: the ledger's chunk step can
+        p_before, p_after = chunk_step_seconds
+        what = "the mean chunk step (what a decoder beside it waits)"
+    else:
+        p_before, p_after = busy_itl_p99(before, threshold), busy_itl_p99(after, threshold)
+    numbers = {**pair.numbers, "stall_seconds_before": p_before, "stall_seconds_after": p_after}
     if not (math.isfinite(p_before) and math.isfinite(p_after) and p_before > 0):
-        return ArmStep(pair.name, pair.status, pair.detail + "; no ITL histogram to compare the stall with", numbers)
+        return ArmStep(pair.name, pair.status, pair.detail + "; no stall to compare (ITL histogram or ledger)", numbers)
     ok = p_after <= p_before * (1 - MIN_STALL_CHANGE)
-    text = (f"busy ITL p99 (the longest stall beside a chunk) {p_before * 1000:.0f} -> {p_after * 1000:.0f} ms "
+    text = (f"{what} {p_before * 1000:.0f} -> {p_after * 1000:.0f} ms "
             f"(x{p_after / p_before:.2f}); " + pair.detail.replace(": the arm did not move the busy bucket", ""))
     return ArmStep(pair.name, StepStatus.PASSED if ok else StepStatus.FAILED,
                    text if ok else text + ": the arm did not shorten the stall", numbers)
@@ -112,10 +120,14 @@ def check_preemptions(pair: ArmStep, before: ShapeSignals, after: ShapeSignals) 
                    text if ok else text + ": the arm did not stop the preemptions", numbers)
 
 
-def judge_pair(knob: Knob, pair: ArmStep, before: ShapeSignals, after: ShapeSignals) -> ArmStep:
-    """Where a dial acts decides what its pair is judged by: a step budget the stall, KV headroom preemptions."""
+def judge_pair(knob: Knob, pair: ArmStep, before: ShapeSignals, after: ShapeSignals,
+               chunk_step_seconds: tuple[float, float] = (math.nan, math.nan)) -> ArmStep:
+    """Where a dial acts decides what its pair is judged by: a step budget the stall, KV headroom preemptions.
+
+    ``chunk_step_seconds`` are the two windows' ledger means (the stall where ITL cannot show it).
+    """
     if knob.dial is Dial.CHUNK_BUDGET and pair.status is StepStatus.FAILED:
-        return check_stall(pair, before, after)
+        return check_stall(pair, before, after, chunk_step_seconds)
     if knob.dial is Dial.KV_CAPACITY and ActsOn.PREEMPTION_STALL in knob.acts_on:
         return check_preemptions(pair, before, after)
     return pair

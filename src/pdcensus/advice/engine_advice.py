@@ -174,14 +174,16 @@ def with_deploy(rec: Recommendation, engine: str, deployed: Mapping[str, str]) -
                    deploy=line.to_dict(), notes=rec.notes + notes)
 
 
-def merge_same_knob(recs: Sequence[Recommendation]) -> tuple[Recommendation, ...]:
-    """One line per knob and value: a second mechanism the same arm acts on becomes a note on the first."""
+def merge_same_knob(recs: Sequence[Recommendation], headline: str = "") -> tuple[Recommendation, ...]:
+    """One line per knob and value: a second mechanism the same arm acts on becomes a note on the one kept
+    (the verdict's headline mechanism where it is one of them)."""
     out: list[Recommendation] = []
     for rec in recs:
         same = next((i for i, r in enumerate(out) if r.knob and r.knob == rec.knob and r.value == rec.value), None)
         if same is None:
             out.append(rec)
-        else:
-            out[same] = replace(out[same], notes=out[same].notes + (
-                f"the same arm acts on {rec.mechanism} too (found beside {out[same].mechanism})",))
+            continue
+        keep, other = (rec, out[same]) if rec.mechanism == headline else (out[same], rec)
+        out[same] = replace(keep, notes=keep.notes + (
+            f"the same arm acts on {other.mechanism} too (found beside {keep.mechanism})",))
     return tuple(out)

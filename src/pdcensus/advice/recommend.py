@@ -72,8 +72,8 @@ def _replayed(ttft_now: float, forecast: ReplayForecast) -> float:
 
 def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flags: Mapping[str, str],
                          target_decode_share: float = DEFAULT_TARGET_DECODE_SHARE,
-                         profile: str = "", trace: PrefillTrace | None = None) -> Recommendation:
-    """``--prefill-interleave N`` for step-time sharing, N picked for the target share.
+                         profile: str = "", trace: PrefillTrace | None = None) -> Recommendation | None:
+    """``--prefill-interleave N`` for step-time sharing, N picked for the target share (None: no hold needed).
 
     ``trace`` (read by :func:`pdcensus.api.prefill_trace`) feeds the replayed TTFT
     column; without it that column is empty and a note says why.
@@ -105,6 +105,8 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
             return engine_advice.spent(ActsOn.STEP_TIME_SHARING, "radiance", knob, str(current),
                                        f"{predict.MAX_INTERLEAVE} held steps per chunk step is the most the advice tries")
         n, dial_state = current + 1, "next-step"
+    if n == 0 and current == 0:  # the target is met without a hold: no arm (the severity note says why)
+        return None
     chosen = predict.interleave_point(n, chunk, decode, idle)
     now = predict.interleave_point(current, chunk, decode, idle)
     ttft_now = float(busy_row.ttft_p90_seconds) if busy_row else math.nan
@@ -324,7 +326,8 @@ def recommend(report: CensusReport, flags: Mapping[str, str] | None = None, boot
     if self_made and prefix_hit_depths_tokens and engine == "radiance":
         out.append(recommend_checkpoints(prefix_hit_depths_tokens, flags))
     recs = engine_advice.merge_same_knob(
-        [_weigh_severity(engine_advice.with_deploy(r, engine, flags), report) for r in out if r is not None])
+        [_weigh_severity(engine_advice.with_deploy(r, engine, flags), report) for r in out if r is not None],
+        report.verdict.mechanism.value)
     if report.overload is not None and report.overload.overloaded:  # capacity before knobs: no knob is the fix
         from pdcensus.advice.capacity import capacity_first
 

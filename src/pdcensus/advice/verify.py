@@ -276,7 +276,8 @@ def verify_arm(before: Recording, after: Recording, flag: str, value: str | None
     steps = [check_argv(argv, knob.flag, value, knob.aliases), check_counter(knob, value, w_before, w_after)]
     pair_values = bucket_pair(w_before.signals, w_after.signals)
     pair = compare_buckets(knob, pair_values)
-    pair = engaged.judge_pair(knob, pair, w_before.signals, w_after.signals)  # per dial (pdcensus.advice.engaged)
+    pair = engaged.judge_pair(knob, pair, w_before.signals, w_after.signals,  # per dial (pdcensus.advice.engaged)
+                              (w_before.report.ledger.chunk_step_seconds, w_after.report.ledger.chunk_step_seconds))
     steps.append(pair)
     predicted: dict[str, float] = {}
     observed: dict[str, float] = {}

@@ -96,7 +96,8 @@ def quality(x: VerdictInputs) -> tuple[float, list[str]]:
     factor, notes = 1.0, []
     if not x.has_ledger:
         factor *= NO_LEDGER_FACTOR
-        notes.append("a build with the step ledger (decode-only step counters) would separate sharing from residency")
+        notes.append("decode-only step counters (radiance 1.8.x; vLLM: Forward Pass Metrics; SGLang: "
+                     "SGLANG_ENABLE_METRICS_DEVICE_TIMER=1) would separate sharing from residency")
     if x.scrape_interval_seconds > 30:
         factor *= SLOW_SCRAPE_FACTOR
         notes.append("scrape at 30 s or faster")
@@ -186,7 +187,7 @@ def apply_caps(x: VerdictInputs, point: Mechanism, found: list[Found], confidenc
         cap = True
         notes.append(f"without a step ledger 'none' means no loss relative to the idle bucket, and prefill never "
                      f"stops here ({100 * (1 - x.baseline_prefill_free_share):.0f} % of idle scrapes carry some): "
-                     "a loss spread over every scrape is invisible; a build with the step ledger measures it")
+                     "a loss spread over every scrape is invisible; decode-only step counters measure it")
     if stalls is not None and x.preemption_kind is StallBasis.DECODE_DEFICIT and point is not Mechanism.PREEMPTION_STALL:
         cap = True
         notes.append("the stalled time is a lower bound (decode deficit at burst scrapes only): a preempted "

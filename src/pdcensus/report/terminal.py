@@ -79,7 +79,10 @@ def render(report: CensusReport, console: Console) -> None:
     head = Text()
     head.append(f"{v.mechanism.value}", style=_COLOR[v.mechanism])
     head.append(f"   confidence {v.confidence:.2f}\n", style="bold")
-    head.append(v.headline or _MEANING[v.mechanism])
+    meaning = _MEANING[v.mechanism]
+    if not report.ledger.available:  # no decode-only step ledger on this engine: claim nothing about those steps
+        meaning = meaning.replace(", decode-only steps flat", "")
+    head.append(v.headline or meaning)
     dr = v.dose_response
     if dr is not None and dr.available:
         ledger = (f"; ledger: {dr.ledger_ms_per_1k_tokens:.0f} ms" if math.isfinite(dr.ledger_ms_per_1k_tokens) else "")
