@@ -12,7 +12,7 @@ slot's context is ``-c / -np``), and no prefill/decode disaggregation.
 from __future__ import annotations
 
 from pdcensus.advice.catalogue.model import EngineCatalogue, Gap
-from pdcensus.advice.knobs import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.advice.knob_types import ActsOn, CounterCheck, Dial, Knob
 
 PIN = "llama.cpp b11434"
 SRC = "ggml-org/llama.cpp b11434 common/arg.cpp"

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from pdcensus.advice.knobs import ActsOn, Knob
+from pdcensus.advice.knob_types import ActsOn, Knob
 
 Completion = Callable[[str, str, Mapping[str, str]], tuple[tuple[tuple[str, str], ...], tuple[str, ...]]]
 """``complete(flag, value, deployed) -> (extra (flag, value) pairs, notes)``."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pdcensus.advice.catalogue.model import EngineCatalogue, Gap
-from pdcensus.advice.knobs import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.advice.knob_types import ActsOn, CounterCheck, Dial, Knob
 
 PIN = "SGLang 0.5.4"
 SRC = "sgl-project/sglang v0.5.4 python/sglang/srt/server_args.py"

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pdcensus.advice.catalogue.model import EngineCatalogue, Gap
-from pdcensus.advice.knobs import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.advice.knob_types import ActsOn, CounterCheck, Dial, Knob
 
 PIN = "TGI 3.3.7"
 SRC = "huggingface/text-generation-inference v3.3.7"

@@ -1,0 +1,49 @@
+"""A value already deployed is never recommended again: the next step on the same dial, or the dial is spent."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pdcensus import api
+from pdcensus.advice.engine_advice import with_deploy
+from pdcensus.advice.model import Recommendation
+from pdcensus.cli import main
+
+
+def _advice(tmp_path: Path, scenario: str, profile: str, sets: list[str]) -> list[dict[str, object]]:
+    out = tmp_path / f"{profile}-{scenario}"
+    args = ["sim", scenario, "--out", str(out), "--duration", "1h", "--seed", "3", "--profile", profile]
+    for item in sets:
+        args += ["--set", item]
+    main(args)
+    return [dict(a) for a in api.census(out).advice]
+
+
+@pytest.mark.slow
+def test_an_endpoint_running_prefill_interleave_2_is_told_the_next_step_not_2_again(tmp_path: Path) -> None:
+    recs = [r for r in _advice(tmp_path, "protected", "radiance", []) if r["knob"] == "--prefill-interleave"]
+    assert recs, "the protected scenario still shows step-time sharing"
+    rec = recs[0]
+    assert rec["value"] != "2" and rec["env_line"] != "RADIANCE_PREFILL_INTERLEAVE=2"
+    assert rec["dial_state"] in ("next-step", "spent")
+    if rec["value"]:
+        assert int(str(rec["value"])) > 2 and rec["rollback_env_line"] == "RADIANCE_PREFILL_INTERLEAVE=2"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("profile", "flag"), [("vllm", "--max-num-batched-tokens"),
+                                               ("sglang", "--chunked-prefill-size")])
+def test_an_engine_running_the_advised_budget_is_told_the_next_budget(tmp_path: Path, profile: str, flag: str) -> None:
+    recs = [r for r in _advice(tmp_path, "step-time-sharing", profile, [f"{flag}=2048"]) if r["knob"] == flag]
+    assert recs and all(r["value"] != "2048" for r in recs)
+    assert recs[0]["value"] == "1024" and "2048" in str(recs[0]["rollback_env_line"])
+
+
+def test_a_recommendation_equal_to_the_deployed_value_becomes_a_spent_dial_not_a_deploy_line() -> None:
+    rec = Recommendation("preemption-stall", "--max-num-seqs", "32", "", "", "summary")
+    out = with_deploy(rec, "vllm", {"--max-num-seqs": "32"})
+    assert out.value == "" and out.env_line == "" and out.dial_state == "spent"
+    assert "already deployed" in out.summary
+    assert with_deploy(rec, "vllm", {"--max-num-seqs": "64"}).env_line == "--max-num-seqs 32"
