@@ -102,6 +102,9 @@ def deploy_line(engine: str, flag: str, value: str, deployed: Mapping[str, str])
     rollback: list[tuple[str, str | None]] = []
     for name, v in pairs:
         before = deployed.get(name)
+        knob = catalogue.knob(name) if name.startswith("-") else None
+        if before is None and knob is not None and knob.default and " " not in knob.default:
+            before = knob.default  # the build's default, where the catalogue states it as a value
         rollback.append((name, before))
         var = _env_name(engine, name)
         if var:
