@@ -91,3 +91,13 @@ def test_deployed_argv_is_read_under_each_knobs_long_spelling() -> None:
         "--max-num-batched-tokens": "8192", "--max-num-seqs": "64"}
     assert deployed_flags(["-b", "512", "-np", "4"], "llamacpp") == {"--batch-size": "512", "--parallel": "4"}
     assert same_value("0.90", "0.9") and not same_value("2", "3") and not same_value(None, "2")
+
+
+def test_docs_carry_the_catalogue_tables_as_the_code_has_them() -> None:
+    from pathlib import Path
+
+    from pdcensus.advice.catalogue import markdown_table
+
+    text = (Path(__file__).parents[2] / "docs" / "engines.md").read_text()
+    for engine in ENGINES:
+        assert markdown_table(engine) in text, f"docs/engines.md: regenerate the {engine} table"

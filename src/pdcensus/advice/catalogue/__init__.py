@@ -41,3 +41,25 @@ def engine_of_argv(args: Sequence[str]) -> str | None:
         if needle in text:
             return engine
     return None
+
+
+def _cell(text: str | None) -> str:
+    return (text or "-").replace("|", "\\|").replace("\n", " ")
+
+
+def markdown_table(engine: str) -> str:
+    """The engine's catalogue as a Markdown table (``docs/engines.md`` carries these; a test keeps them equal)."""
+    catalogue = engine_catalogue(engine)
+    rows = [f"**{catalogue.name}** ({catalogue.pin}). Env: {catalogue.env_rule}. Read from: "
+            + "; ".join(f"`{s}`" for s in catalogue.sources) + ".", "",
+            "| flag | env | default | versions | dial | acts on | proves it engaged |", "|---|---|---|---|---|---|---|"]
+    for k in catalogue.knobs:
+        flag = " / ".join(f"`{f}`" for f in k.spellings())
+        env = f"`{k.env_var}`" if k.env_var else "none"
+        acts = ", ".join(a.value for a in k.acts_on) or "(not advised)"
+        rows.append(f"| {flag} | {env} | {_cell(k.default)} | {_cell(k.versions)} | {k.dial.value} | {acts} | "
+                    f"{_cell(k.counter)} ({k.counter_check.value}) |")
+    for gap in catalogue.gaps:
+        rows.append(f"| (no knob) | | | | | {gap.acts_on.value} | {_cell(gap.why)}; structural fix: "
+                    f"{_cell(gap.structural_fix)} |")
+    return "\n".join(rows) + "\n"
