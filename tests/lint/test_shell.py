@@ -95,3 +95,10 @@ def test_case_arms_are_conditional_and_each_is_checked() -> None:
               "radiance serve \"${X[@]}\"\n")
     found = lint_text(script, "s.sh", FileKind.SHELL, schema)
     assert [(f.line, f.subject, f.conditional) for f in found] == [(3, "--kv-dtype fp5", True)]
+
+
+def test_a_flag_of_another_engine_is_named_as_that_engines() -> None:
+    schema = load_schema(SOURCE)
+    findings = lint_text("radiance serve --chunked-prefill-size 2048\n", "s.sh", FileKind.SHELL, schema)
+    unknown = [f for f in findings if f.rule == "unknown-flag"]
+    assert len(unknown) == 1 and "it is a flag of SGLang, not of this build" in unknown[0].message

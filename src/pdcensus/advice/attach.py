@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from pdcensus.advice.capacity import read_diagnostics, with_box
+from pdcensus.advice.catalogue import engine_of_argv
 from pdcensus.advice.endpoint_report import EndpointReport, SideEvidence
 from pdcensus.advice.evidence import BootLedger, flags_from_argv, parse_boot_ledger
 from pdcensus.advice.recommend import DEFAULT_TARGET_DECODE_SHARE, recommend
@@ -61,7 +62,7 @@ def attach_advice(
     cited = SideEvidence(unreadable=unreadable)
     if bundle is not None:
         if bundle.argv:
-            flags = flags_from_argv(bundle.argv[1:])
+            flags = flags_from_argv(bundle.argv[1:], short=engine_of_argv(bundle.argv) == "llamacpp")  # -b, -np
         if bundle.boot_lines:
             boot = parse_boot_ledger("\n".join(bundle.boot_lines))
         depths = prefix_hit_depths_from_stats(bundle.stats)

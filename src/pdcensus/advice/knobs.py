@@ -1,11 +1,15 @@
-"""The knob catalogue: what each radiance knob acts on, what it costs, what it needs.
+"""radiance's knob table, and the one lookup (:func:`get_knob`) for every engine's knobs.
 
-The entries restate the runbook's "Knob semantics" (radiance 1.8.x, GUIDE §4.5) as data,
+The other engines' knobs live in :mod:`pdcensus.advice.catalogue` (vLLM, SGLang, TGI, llama.cpp,
+each read from its own source at a pinned version); :func:`get_knob` with ``engine`` reads
+that engine's, without it radiance's first. The types are in :mod:`pdcensus.advice.knob_types`.
+
+The radiance entries restate the runbook's "Knob semantics" (radiance 1.8.x, GUIDE §4.5) as data,
 so that recommendations, lint and arm verification read one table. The pinned source is
 the referee for names and enum members (see :mod:`pdcensus.advice.flags`); this table
 holds the *semantics* that no source file states.
 
-Rollback convention (one for every knob): the serve script reads ``RADIANCE_<FLAG>``
+Rollback convention (one for every radiance knob): the serve script reads ``RADIANCE_<FLAG>``
 (the flag without its dashes, upper-cased, ``-`` -> ``_``) and passes
 ``--<flag> "$RADIANCE_<FLAG>"`` only when the variable is non-empty. An arm is therefore
 one env line (``RADIANCE_PREFILL_INTERLEAVE=2``) and its rollback is the env line that

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from pdcensus.advice.cpp_rules import Expr, Refusal, describe, evaluate
 from pdcensus.advice.flags import FLAG_RE, FlagSchema, enum_lists, is_placeholder
+from pdcensus.advice.catalogue import engines_with_flag
 from pdcensus.advice.knobs import flag_for_env_var
 from pdcensus.advice.model import Severity
 from pdcensus.lint.model import Finding, Snippet
@@ -97,6 +98,8 @@ class Checker:
             if bare and not self._near_miss(use.flag):
                 return
             hint = f"; did you mean {', '.join(close)}?" if close else ""
+            owners = engines_with_flag(use.flag)  # another engine's knob (pdcensus.advice.catalogue)
+            hint += f"; it is a flag of {', '.join(owners)}, not of this build" if owners else ""
             self.add("unknown-flag", Severity.ERROR, use.flag_at, use.flag,
                      f"{use.flag}{use.via} is not a flag of the pinned build ({self.schema.source}){hint}",
                      use.conditional)

@@ -63,3 +63,8 @@ def markdown_table(engine: str) -> str:
         rows.append(f"| (no knob) | | | | | {gap.acts_on.value} | {_cell(gap.why)}; structural fix: "
                     f"{_cell(gap.structural_fix)} |")
     return "\n".join(rows) + "\n"
+
+
+def engines_with_flag(flag: str) -> list[str]:
+    """The catalogues that hold ``flag`` (lint names them when a runbook's flag is another engine's)."""
+    return [engine_catalogue(e).name for e in ENGINES if engine_catalogue(e).knob(flag) is not None]
