@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pdcensus.advice.catalogue.model import EngineCatalogue, Gap
+from pdcensus.advice.catalogue import EngineCatalogue, Gap
 from pdcensus.advice.knob_types import ActsOn, CounterCheck, Dial, Knob
 
 PIN = "TGI 3.3.7"

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pdcensus.advice.catalogue.model import EngineCatalogue, Gap
+from pdcensus.advice.catalogue import EngineCatalogue, Gap
 from pdcensus.advice.knob_types import ActsOn, CounterCheck, Dial, Knob
 
 PIN = "vLLM 0.19.1 (V1 engine; flags unchanged since 0.15)"
