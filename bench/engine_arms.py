@@ -59,10 +59,11 @@ def run(seed: str, duration: str) -> list[dict[str, Any]]:
             dur = "2h" if scenario == "eviction-tail" else duration
             base = Path(tmp) / f"{profile}-{scenario}"
             report = api.census(_sim(base, scenario, profile, seed, dur, []))
-            recs = [r for r in report.advice if r["mechanism"] == SCENARIOS[scenario] and r["value"] not in ("", "N")]
+            advice: list[dict[str, Any]] = [r.to_dict() for r in report.advice]
+            recs = [r for r in advice if r["mechanism"] == SCENARIOS[scenario] and r["value"] not in ("", "N")]
             if not recs:
                 rows.append({"profile": profile, "scenario": scenario, "line": "(no arm: " + (
-                    report.advice[0]["summary"][:60] if report.advice else f"verdict {report.verdict.mechanism.value}")
+                    str(advice[0]["summary"])[:60] if advice else f"verdict {report.verdict.mechanism.value}")
                     + ")", "outcome": "-", "metric": "-", "before": float("nan"), "after": float("nan"),
                              "predicted": None})
                 continue

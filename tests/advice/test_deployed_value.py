@@ -18,7 +18,7 @@ def _advice(tmp_path: Path, scenario: str, profile: str, sets: list[str]) -> lis
     for item in sets:
         args += ["--set", item]
     main(args)
-    return [dict(a) for a in api.census(out).advice]
+    return [a.to_dict() for a in api.census(out).advice]
 
 
 @pytest.mark.slow

@@ -75,15 +75,16 @@ def test_advice_deployed_as_printed_engages_and_moves_the_loss(tmp_path: Path, p
     engine = "radiance" if profile == "radiance" else profile
     before_dir = _sim(tmp_path / "before", scenario, profile)
     report = api.census(before_dir)
+    advice: list[dict[str, Any]] = [r.to_dict() for r in report.advice]
     mechanism = MECHANISM[scenario]
-    for rec in report.advice:
+    for rec in advice:
         if rec["knob"]:
             _assert_engine_spelling(rec, engine)
-    recs = [r for r in report.advice if r["mechanism"] == mechanism and r["value"] not in ("", "N")]
+    recs = [r for r in advice if r["mechanism"] == mechanism and r["value"] not in ("", "N")]
     if profile == "tgi" and scenario == "preemption-stall":
         assert recs == []  # TGI exports no preemption counter: no arm is offered that could not be verified
         return
-    assert len(recs) == 1, [r["knob"] for r in report.advice]
+    assert len(recs) == 1, [r["knob"] for r in advice]
     rec = recs[0]
     deploy = rec["deploy"]
     after_dir = _sim(tmp_path / "after", scenario, profile,

@@ -74,7 +74,7 @@ class DeployLine:
         if self.rollback_env and len(self.rollback_env) == len(self.rollback_pairs):
             return " ".join(self.rollback_env)
         parts = [f"{f} {v}" if v else f"(drop {f})" for f, v in self.rollback_pairs if f.startswith("-")]
-        return "restart with: " + " ".join(parts) if parts else ""
+        return " ".join(parts)
 
     def to_dict(self) -> dict[str, object]:
         return {"engine": self.engine, "flags": [list(p) for p in self.flags()], "argv": self.argv_fragment(),

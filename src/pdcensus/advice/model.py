@@ -117,7 +117,7 @@ class Recommendation:
     # the engine's own spelling: the complete line (argv, env, Kubernetes args; DeployLine.to_dict()),
     # and where the dial stands ("next-step" after a value already deployed, "spent", or "")
     engine: str = "radiance"
-    deploy: Mapping[str, Any] = field(default_factory=dict)
+    deploy: Mapping[str, object] = field(default_factory=dict)
     dial_state: str = ""
 
     @property

@@ -39,6 +39,8 @@ def recommendation_blocks(rec: Recommendation, level: int, index: int, anchor_su
         out.append(Paragraph(rec.summary))
     if rec.env_line:
         out += [Paragraph("Deploy:"), Code(rec.env_line)]
+    if rec.deploy.get("k8s_args"):  # the same line as a Kubernetes container fragment
+        out += [Paragraph("Kubernetes:"), Code(str(rec.deploy["k8s_args"]))]
     if rec.rollback_env_line:
         out += [Paragraph("Roll back:"), Code(rec.rollback_env_line)]
     if rec.predicted:

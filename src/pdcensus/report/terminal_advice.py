@@ -61,7 +61,9 @@ def render_advice(advice: Sequence[Recommendation], console: Console) -> None:
         env, rollback = rec.env_line, rec.rollback_env_line
         if env:
             parts.append(Text.from_markup(f"deploy: [cyan]{_e(str(env))}[/cyan]   rollback: "
-                                          f"[cyan]{_e(str(rollback or '-'))}[/cyan] (an env line, not a rebuild)"))
+                                          f"[cyan]{_e(str(rollback or '-'))}[/cyan] "
+                                          + ("(an env line, not a rebuild)" if rec.deploy.get("env") or not rec.deploy
+                                             else f"({rec.engine} reads no env for it: restart with this argv)")))
         if rec.cost:
             parts.append(Text.from_markup(f"cost: {_e(rec.cost)}"))
         for pre in rec.preconditions:
