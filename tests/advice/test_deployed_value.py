@@ -10,6 +10,7 @@ from pdcensus import api
 from pdcensus.advice.engine_advice import with_deploy
 from pdcensus.advice.model import Recommendation
 from pdcensus.cli import main
+from shared_data import SHARED_REALDATA
 
 
 def _advice(tmp_path: Path, scenario: str, profile: str, sets: list[str]) -> list[dict[str, object]]:
@@ -47,3 +48,15 @@ def test_a_recommendation_equal_to_the_deployed_value_becomes_a_spent_dial_not_a
     assert out.value == "" and out.env_line == "" and out.dial_state == "spent"
     assert "already deployed" in out.summary
     assert with_deploy(rec, "vllm", {"--max-num-seqs": "64"}).env_line == "--max-num-seqs 32"
+
+
+def test_a_real_vllm_argv_with_a_config_file_gets_no_invented_budget(tmp_path: Path) -> None:
+    """vLLM 0.19.1 on real load (shared/realdata): the budget is in --config YAML, so no number is made up."""
+    real = SHARED_REALDATA / "vllm-inferencex" / "deepseek-r1-vllm0.19"
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    (evidence / "cmdline").write_text((real / "tp4_bs256_offloadoff_s_5.vllm_command.txt").read_text())
+    report = api.census(real / "tp4_bs256_offloadoff_s_5.om.gz", evidence=evidence)
+    budget = [r for r in report.advice if r.knob == "--max-num-batched-tokens"]
+    assert budget and budget[0].value == "N" and "--config /workspace/results/config.yaml" in budget[0].summary
+    assert all(r.engine == "vllm" and "RADIANCE_" not in r.env_line for r in report.advice)

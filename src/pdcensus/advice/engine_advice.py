@@ -93,7 +93,10 @@ def recommend_budget(report: CensusReport, mechanism: ActsOn, engine: str,
     if current is None:
         return Recommendation(
             mechanism.value, knob.flag, "N", "", "", f"{knob.flag} is the dial on {catalogue.name} ({knob.semantics}); "
-            "the deployed value is not known (give the argv: --evidence, or a cmdline), so no next value is computed",
+            + (f"argv takes its settings from --config {deployed['--config']}, which pdcensus does not read: the "
+               "deployed value is not known" if deployed.get("--config") else
+               "the deployed value is not known (give the argv: --evidence, or a cmdline)")
+            + f", so no next value is computed: halve the deployed {knob.flag}",
             {}, cost=knob.cost, preconditions=knob.preconditions, engine=engine)
     if current <= MIN_BUDGET_TOKENS:
         return spent(mechanism, engine, knob, str(current), f"at {MIN_BUDGET_TOKENS} tokens or fewer a step is mostly "

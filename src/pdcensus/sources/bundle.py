@@ -314,8 +314,10 @@ def read_bundle(path: str | Path) -> Bundle:
             raise DataError(f"{p}: {name} is not valid JSON: {exc}") from None
 
     manifest = parsed(MANIFEST) or {}
-    raw_argv = members.get(FILES["argv"])
-    argv = tuple(a.decode(errors="replace") for a in raw_argv.rstrip(b"\0").split(b"\0")) if raw_argv else None
+    raw_argv = members.get(FILES["argv"]) or b""
+    # NUL-separated as /proc/PID/cmdline; a saved command line of text (no NUL) is split on whitespace
+    parts = raw_argv.rstrip(b"\0").split(b"\0") if b"\0" in raw_argv else raw_argv.split()
+    argv = tuple(a.decode(errors="replace") for a in parts) if raw_argv else None
     metrics = members.get(FILES["metrics"])
     boot = members.get(FILES["boot_log"], b"").decode(errors="replace")
     return Bundle(
