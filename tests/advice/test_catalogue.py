@@ -101,3 +101,12 @@ def test_docs_carry_the_catalogue_tables_as_the_code_has_them() -> None:
     text = (Path(__file__).parents[2] / "docs" / "engines.md").read_text()
     for engine in ENGINES:
         assert markdown_table(engine) in text, f"docs/engines.md: regenerate the {engine} table"
+
+
+def test_the_knobs_command_prints_an_engines_catalogue(capsys: pytest.CaptureFixture[str]) -> None:
+    from pdcensus.cli import main
+
+    main(["knobs", "--engine", "vllm"])
+    out = capsys.readouterr().out
+    assert out.startswith("vLLM (vLLM 0.19.1") and "--max-num-batched-tokens TOKENS" in out
+    assert "RADIANCE_" not in out and "--prefill-interleave" not in out

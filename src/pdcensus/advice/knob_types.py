@@ -102,7 +102,8 @@ class Knob:
 
     def rollback_env_line(self, value_before: str | None = None) -> str:
         """The rollback: the value before the arm, else the default, else empty (not passed)."""
-        before = value_before if value_before is not None else self.default
+        plain = self.default if self.default is not None and " " not in self.default else None  # not a prose default
+        before = value_before if value_before is not None else plain
         if not self.env_var:
             return f"{self.flag} {before}" if before is not None else f"(drop {self.flag}: the build's default)"
         return f"{self.env_var}={before if before is not None else ''}"

@@ -120,20 +120,29 @@ def verify_arm_command(
 @app.command()
 def knobs(
     as_json: Annotated[bool, typer.Option("--json", help="Print the catalogue as JSON.")] = False,
+    engine: Annotated[str, typer.Option("--engine", help="radiance, vllm, sglang, tgi or llamacpp: that engine's "
+                                        "catalogue, read from its source at a pinned version.")] = "radiance",
 ) -> None:
-    """The knob catalogue: what each knob acts on, its cost, preconditions and rollback env line."""
-    from pdcensus.advice.knobs import CATALOGUE
+    """The knob catalogue per engine: what each knob acts on, its cost, preconditions and rollback."""
+    from pdcensus.advice.catalogue import engine_catalogue
 
+    catalogue = engine_catalogue(engine)
     if as_json:
-        typer.echo(json.dumps([k.to_dict() for k in CATALOGUE.values()], indent=2))
+        typer.echo(json.dumps([k.to_dict() for k in catalogue.knobs] if engine == "radiance" else catalogue.to_dict(),
+                              indent=2))
         return
-    for k in CATALOGUE.values():
-        typer.echo(f"{k.flag} {k.argument} — {k.role} (acts on: {', '.join(a.value for a in k.acts_on)})")
+    if engine != "radiance":
+        typer.echo(f"{catalogue.name} ({catalogue.pin}); env: {catalogue.env_rule}")
+    for k in catalogue.knobs:
+        spelled = " / ".join(k.spellings())
+        typer.echo(f"{spelled} {k.argument} — {k.role} (acts on: {', '.join(a.value for a in k.acts_on) or 'not advised'})")
         typer.echo(f"    {k.semantics}")
         typer.echo(f"    cost: {k.cost}")
         for pre in k.preconditions:
             typer.echo(f"    needs: {pre}")
         for inter in k.interactions:
             typer.echo(f"    with: {inter}")
-        typer.echo(f"    arm/rollback: {k.env_var}=VALUE / {k.rollback_env_line()}; "
-                   f"counter: {k.counter or 'none'}")
+        arm = f"{k.env_var}=VALUE / {k.rollback_env_line()}" if k.env_var else f"{k.flag} VALUE / {k.rollback}"
+        typer.echo(f"    arm/rollback: {arm}; counter: {k.counter or 'none'}")
+    for gap in catalogue.gaps:
+        typer.echo(f"(no knob) for {gap.acts_on.value}: {gap.why}; structural fix: {gap.structural_fix}")
