@@ -93,8 +93,17 @@ def _advise(reports: Sequence[CensusReport], source: object, evidence: str | Pat
     share = DEFAULT_TARGET_DECODE_SHARE if target_decode_share is None else target_decode_share
     return [attach_advice(r, bundle, share,
                           prefill_trace(recording, r, start, end) if recording is not None else None,
-                          unreadable)
+                          unreadable, _config_flags(recording, r))
             for r in reports]
+
+
+def _config_flags(recording: Recording | None, report: CensusReport) -> dict[str, str]:
+    """What the engine's own config labels say is deployed (vLLM's vllm:cache_config_info)."""
+    from pdcensus.advice.deploy import deployed_from_labels
+
+    if recording is None or report.instance not in recording.instances():
+        return {}
+    return deployed_from_labels(recording.endpoint(report.instance))
 
 
 def census(

@@ -60,3 +60,16 @@ def test_a_real_vllm_argv_with_a_config_file_gets_no_invented_budget(tmp_path: P
     budget = [r for r in report.advice if r.knob == "--max-num-batched-tokens"]
     assert budget and budget[0].value == "N" and "--config /workspace/results/config.yaml" in budget[0].summary
     assert all(r.engine == "vllm" and "RADIANCE_" not in r.env_line for r in report.advice)
+
+
+def test_vllms_own_config_labels_are_read_as_deployed_flags() -> None:
+    """A real vLLM /metrics dump (shared/realdata/metrics): vllm:cache_config_info labels become flags; None is unset."""
+    from pdcensus.advice.deploy import deployed_from_labels
+    from pdcensus.sources.load import load_source
+
+    rec = load_source(SHARED_REALDATA / "metrics" / "vllm-0.7-v0_qwen2.5-coder-1.5b_aibrix-docs_PARTIAL.prom",
+                      scrape_time=1_800_000_000.0)
+    flags = deployed_from_labels(rec.endpoint(rec.instances()[0]))
+    assert flags == {"--gpu-memory-utilization": "0.9", "--block-size": "16"}
+    assert with_deploy(Recommendation("eviction", "--gpu-memory-utilization", "0.9", "", "", "s"), "vllm",
+                       flags).dial_state == "spent"

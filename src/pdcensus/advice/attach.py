@@ -10,6 +10,7 @@ evidence bundle (``pdcensus collect``, or a simulator output directory) with
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 from pdcensus.advice.capacity import read_diagnostics, with_box
@@ -49,11 +50,13 @@ def attach_advice(
     target_decode_share: float = DEFAULT_TARGET_DECODE_SHARE,
     trace: PrefillTrace | None = None,
     unreadable: str | None = None,
+    config_flags: Mapping[str, str] | None = None,
 ) -> EndpointReport:
     """``report`` with advice filled, using the side channels of ``bundle`` where given.
 
     ``unreadable`` says why an evidence bundle that was asked for could not be read (cited as
-    such). ``trace`` (:func:`pdcensus.advice.ttft_replay.trace_from_signals`, read by
+    such). ``config_flags`` are what the engine's own config labels say is set
+    (:func:`pdcensus.advice.deploy.deployed_from_labels`). ``trace`` (:func:`pdcensus.advice.ttft_replay.trace_from_signals`, read by
     :mod:`pdcensus.api`) feeds the replayed TTFT column.
     """
     flags: dict[str, str] = {}
@@ -75,6 +78,7 @@ def attach_advice(
     box = read_diagnostics(bundle.diagnostics) if bundle is not None else None
     if box is not None:
         cited = replace(cited, diagnostics=box.to_dict())
+    flags = {**(config_flags or {}), **flags}  # the engine's own config labels (vLLM), argv over them
     recs = recommend(report, flags=flags, boot=boot, target_decode_share=target_decode_share,
                      prefix_hit_depths_tokens=depths, trace=trace)
     recs = with_box(recs, box)  # the box before any knob; the VRAM split beside capacity (advice.capacity)

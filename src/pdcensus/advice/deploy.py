@@ -9,7 +9,9 @@ radiance's serve script, TGI's launcher, llama.cpp's ``LLAMA_ARG_*``), and a Kub
 container ``args`` fragment (a YAML list, each item quoted). vLLM and SGLang read no env for
 these flags: their line is the argv.
 
-:func:`deployed_flags` reads what is already deployed (argv from ``--cmdline``/``--evidence``,
+:func:`deployed_from_labels` reads what an engine exports of its own configuration (vLLM's
+``vllm:cache_config_info`` labels), and :func:`deployed_flags` what is already deployed (argv from
+``--cmdline``/``--evidence``, which wins over the labels,
 a ``--x_y`` spelled ``--x-y``, a short alias as its long flag) so that advice never recommends
 a value already set: :func:`same_value` compares numbers as numbers.
 """
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from pdcensus.advice.catalogue import engine_catalogue
 from pdcensus.advice.evidence import flags_from_argv
 from pdcensus.advice.knobs import env_var_for
+from pdcensus.series.model import Endpoint
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,28 @@ def deployed_flags(flags_or_args: Mapping[str, str] | Sequence[str], engine: str
         long = name.replace("_", "-") if name.startswith("--") else name
         knob = catalogue.knob(long)
         out[knob.flag if knob is not None else long] = value
+    return out
+
+
+# Engines that export their configuration as an info gauge's labels: label -> the flag it reports.
+# vLLM: vllm:cache_config_info carries every CacheConfig field (vllm/config/cache.py metrics_info, v0.19.1).
+CONFIG_LABELS: dict[str, dict[str, str]] = {
+    "vllm:cache_config_info": {"gpu_memory_utilization": "--gpu-memory-utilization", "block_size": "--block-size",
+                               "num_gpu_blocks_override": "--num-gpu-blocks-override",
+                               "kv_cache_memory_bytes": "--kv-cache-memory-bytes",
+                               "kv_offloading_size": "--kv-offloading-size"},
+}
+
+
+def deployed_from_labels(endpoint: Endpoint) -> dict[str, str]:
+    """The flags an engine's own config labels say are in effect (``None`` values are not set)."""
+    out: dict[str, str] = {}
+    for name, fields in CONFIG_LABELS.items():
+        for key in endpoint.select(name):
+            for label, flag in fields.items():
+                value = key.label(label)
+                if value not in (None, "", "None"):
+                    out[flag] = str(value)
     return out
 
 
