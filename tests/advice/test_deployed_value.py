@@ -55,8 +55,8 @@ def test_a_real_vllm_argv_with_a_config_file_gets_no_invented_budget(tmp_path: P
     real = SHARED_REALDATA / "vllm-inferencex" / "deepseek-r1-vllm0.19"
     evidence = tmp_path / "evidence"
     evidence.mkdir()
-    (evidence / "cmdline").write_text((real / "tp4_bs256_offloadoff_s_5.vllm_command.txt").read_text())
-    report = api.census(real / "tp4_bs256_offloadoff_s_5.om.gz", evidence=evidence)
+    (evidence / "cmdline").write_text((real / "tp4_bs8_offloadoff_s_8.vllm_command.txt").read_text())
+    report = api.census(real / "tp4_bs8_offloadoff_s_8.om.gz", evidence=evidence)
     budget = [r for r in report.advice if r.knob == "--max-num-batched-tokens"]
     assert budget and budget[0].value == "N" and "--config /workspace/results/config.yaml" in budget[0].summary
     assert all(r.engine == "vllm" and "RADIANCE_" not in r.env_line for r in report.advice)

@@ -190,3 +190,28 @@ def merge_same_knob(recs: Sequence[Recommendation], headline: str = "") -> tuple
         out[same] = replace(keep, notes=keep.notes + (
             f"the same arm acts on {other.mechanism} too (found beside {keep.mechanism})",))
     return tuple(out)
+
+
+# radiance knobs the capacity advice names, and the mechanism whose primary knob is each engine's own equivalent
+_CAPACITY_EQUIVALENT = {"--max-num-seqs": ActsOn.PREEMPTION_STALL, "--max-num-batched-tokens": ActsOn.STEP_TIME_SHARING}
+
+
+def in_engine_spelling(recs: Sequence[Recommendation], engine: str) -> tuple[Recommendation, ...]:
+    """Capacity advice (:mod:`pdcensus.advice.capacity`) names knobs as radiance spells them: each note about a knob
+    the engine lacks is renamed to the engine's own equivalent (``--max-num-seqs`` -> SGLang's
+    ``--max-running-requests``) or dropped where it has none (``--prefill-interleave`` on vLLM)."""
+    catalogue = engine_catalogue(engine)
+    out = []
+    for rec in recs:
+        notes = []
+        for note in rec.notes:
+            flag = note.split(":", 1)[0]
+            if not flag.startswith("--") or " " in flag or catalogue.knob(flag) is not None:
+                notes.append(note)
+                continue
+            mechanism = _CAPACITY_EQUIVALENT.get(flag)
+            own = catalogue.primary_knob(mechanism) if mechanism is not None else None
+            if own is not None:
+                notes.append(own.flag + note[len(flag):])
+        out.append(replace(rec, notes=tuple(notes), engine=engine))
+    return tuple(out)

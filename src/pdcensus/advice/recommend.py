@@ -331,7 +331,7 @@ def recommend(report: CensusReport, flags: Mapping[str, str] | None = None, boot
     if report.overload is not None and report.overload.overloaded:  # capacity before knobs: no knob is the fix
         from pdcensus.advice.capacity import capacity_first
 
-        return capacity_first(report, recs)
+        return engine_advice.in_engine_spelling(capacity_first(report, recs), engine)
     return recs
 
 
