@@ -17,6 +17,7 @@ import argparse
 import contextlib
 import io
 import tempfile
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +26,29 @@ from pdcensus.advice.evidence import read_argv
 from pdcensus.advice.verify import verify_arm
 from pdcensus.census.model import CensusReport
 from pdcensus.cli import main
+from pdcensus.commands.base import parse_duration
+from pdcensus.sim.engine_flags import apply
+from pdcensus.sim.output import write_sim_dir
+from pdcensus.sim.run import simulate_scenario
+from pdcensus.sim.scenarios import get_scenario
 from pdcensus.sources.load import load_source
 
 SCENARIOS = {"step-time-sharing": "step-time-sharing", "eviction-tail": "eviction",
-             "preemption-stall": "preemption-stall", "self-made-prefill": "self-made-prefill"}
+             "preemption-stall": "preemption-stall", "preemption-stall@0.5": "preemption-stall",
+             "self-made-prefill": "self-made-prefill"}
+
+
+HALF = "preemption-stall@0.5"  # the scenario at half its load: below capacity, so the KV arm is the advice
 
 
 def _sim(out: Path, scenario: str, profile: str, seed: str, duration: str, sets: list[str]) -> Path:
+    if scenario == HALF:  # the same path as `sim --set`: engine spelling through pdcensus.sim.engine_flags
+        base = get_scenario("preemption-stall")
+        spec = replace(base, segments=tuple(replace(s, workload=s.workload.scaled(0.5)) for s in base.segments))
+        flags = dict(item.split("=", 1) for item in sets)
+        spec, flags = (spec, flags) if profile == "radiance" else (apply(spec, profile, flags), {})
+        return write_sim_dir(simulate_scenario(spec, duration_seconds=parse_duration(duration), seed=int(seed),
+                                               profile=profile, overrides=flags), out)
     args = ["sim", scenario, "--out", str(out), "--duration", duration, "--seed", seed, "--profile", profile]
     for item in sets:
         args += ["--set", item]
@@ -53,7 +70,7 @@ def _loss(report: CensusReport, mechanism: str, engine: str) -> tuple[str, float
 
 def run(seed: str, duration: str) -> list[dict[str, Any]]:
     rows = []
-    cases = [(p, s) for p in ("radiance", "vllm", "sglang", "tgi") for s in list(SCENARIOS)[:3]]
+    cases = [(p, s) for p in ("radiance", "vllm", "sglang", "tgi") for s in list(SCENARIOS)[:4]]
     with tempfile.TemporaryDirectory() as tmp:
         for profile, scenario in cases + [("radiance", "self-made-prefill")]:
             dur = "2h" if scenario == "eviction-tail" else duration
@@ -63,8 +80,8 @@ def run(seed: str, duration: str) -> list[dict[str, Any]]:
             recs = [r for r in advice if r["mechanism"] == SCENARIOS[scenario] and r["value"] not in ("", "N")]
             if not recs:
                 rows.append({"profile": profile, "scenario": scenario, "line": "(no arm: " + (
-                    str(advice[0]["summary"])[:60] if advice else f"verdict {report.verdict.mechanism.value}")
-                    + ")", "outcome": "-", "metric": "-", "before": float("nan"), "after": float("nan"),
+                    f"{advice[0]['knob']} {advice[0]['value']}, {advice[0]['mechanism']}" if advice
+                    else f"verdict {report.verdict.mechanism.value}") + ")", "outcome": "-", "metric": "-", "before": float("nan"), "after": float("nan"),
                              "predicted": None})
                 continue
             rec = recs[0]
