@@ -21,7 +21,9 @@ the other engines theirs from their catalogues (:mod:`pdcensus.advice.catalogue`
 Every recommendation is finished by :func:`with_deploy`: the complete deploy line in the engine's
 spelling (:mod:`pdcensus.advice.deploy`). A value already deployed is never recommended again: the
 next step on the same dial, or the dial is spent (``dial_state``) with the structural fix. Where an
-engine has no knob for a mechanism, :func:`gap_recommendation` says so.
+engine has no knob for a mechanism, :func:`gap_recommendation` says so. Capacity advice (an endpoint over
+capacity, :mod:`pdcensus.advice.capacity`) names the knobs that would only move the pain; :func:`in_engine_spelling`
+names them as the engine spells them.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from pdcensus.census.model import CensusReport
 
 MIN_BUDGET_TOKENS = 512  # below this a budget halving buys little and every prompt pays per step
 KV_HEADROOM_SHARE = 0.5  # of the peak batch (module docstring)
-SHARING_CUT, EVICTION_CUT = 2, 2  # the budget's divisor per mechanism (module docstring)
+BUDGET_CUT = 2  # one halving per arm: verify it, then take the next step (module docstring)
 
 
 def _int(text: str | None) -> int | None:
@@ -101,7 +103,7 @@ def recommend_budget(report: CensusReport, mechanism: ActsOn, engine: str,
     if current <= MIN_BUDGET_TOKENS:
         return spent(mechanism, engine, knob, str(current), f"at {MIN_BUDGET_TOKENS} tokens or fewer a step is mostly "
                      "fixed cost, so halving again buys decoders little and every prompt pays per step")
-    new = max(MIN_BUDGET_TOKENS, current // (EVICTION_CUT if mechanism is ActsOn.EVICTION else SHARING_CUT))
+    new = max(MIN_BUDGET_TOKENS, current // BUDGET_CUT)
     ratio = new / current
     predicted: dict[str, float] = {"step_tokens_now": float(current), "step_tokens_predicted": float(new),
                                    "budget_fraction_of_now": ratio}
