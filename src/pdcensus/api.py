@@ -25,14 +25,14 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from pdcensus.advice.endpoint_report import EndpointReport
+from pdcensus.advice.ttft_replay import PrefillTrace, trace_from_signals
 from pdcensus.census.model import CensusReport
-from pdcensus.census.run import CensusOptions, census_endpoint, census_recording
+from pdcensus.census.run import CensusOptions, census_endpoint, census_recording, read_shape
 from pdcensus.errors import CensusError, DataError
 from pdcensus.series.model import Recording
 from pdcensus.sources.client_records import load_client_records
 
 if TYPE_CHECKING:
-    from pdcensus.advice.ttft_replay import PrefillTrace
     from pdcensus.sources.prometheus_http import AuthConfig
 
 AUTO = "auto"  # evidence: look for side channels beside the source (a sim output dir)
@@ -53,9 +53,6 @@ def prefill_trace(recording: Recording, report: CensusReport, start: float | Non
     The census's own reading of that shape (:func:`pdcensus.census.run.read_shape`): the same
     samples, shapes and signals, so the replay sees what the census saw.
     """
-    from pdcensus.advice.ttft_replay import trace_from_signals
-    from pdcensus.census.run import read_shape
-
     endpoint = next((ep for ep in recording.endpoints if ep.instance == report.instance and ep.job == report.job),
                     None)
     if endpoint is None or report.shape.analysed is None:
