@@ -17,6 +17,11 @@ Use from a driver (virtual or wall clock)::
 
 Arrivals are kept in a heap keyed ``(time, seq)`` with a per-engine counter, so ties are
 broken by submission order and two engines never share state.
+
+The loop in :meth:`Engine.advance_until` runs a few hundred thousand times a simulated day on
+chat traffic (each request is an arrival, a chunk run and a completion), so it keeps the
+state it touches in local names, calls nothing per run that it can do in a line, and leaves
+what only a reader needs (the recent requests' rounded timings) to the reader.
 """
 
 from __future__ import annotations
@@ -38,6 +43,8 @@ from pdcensus.sim.steps import Run, RunPlanner
 from pdcensus.sim.truth import LossLedger
 
 FinishHook = Callable[[Sequence, float], None]
+DECODING = Phase.DECODING
+_heappop, _heappush = heapq.heappop, heapq.heappush
 
 
 class Engine:
@@ -78,7 +85,7 @@ class Engine:
         self.run: Run | None = None
         self.finish_hooks: list[FinishHook] = []
         self.recent_steps: deque[tuple[float, int, Run]] = deque(maxlen=64)
-        self.recent_requests: deque[dict[str, object]] = deque(maxlen=64)
+        self._recent_finished: deque[tuple[Sequence, float]] = deque(maxlen=64)
         self._arrivals: list[tuple[float, int, Sequence]] = []
         self._completions: list[tuple[int, int, int, Sequence]] = []
         self._counter = 0
@@ -93,47 +100,56 @@ class Engine:
         """Queue a request; it arrives at ``max(request.arrival_seconds, now)``."""
         self._counter += 1
         rid = self._counter
-        handle = RequestHandle(rid, request, record_emissions=record_emissions)
-        steps = -(-max(0, request.output_tokens - 1) // self.tokens_per_step)
-        seq = Sequence(rid=rid, request=request, decode_tokens_needed=steps)
+        handle = RequestHandle(rid, request, record_emissions)
+        output = request.output_tokens
+        seq = Sequence(rid, request, -(-(output - 1 if output > 1 else 0) // self.tokens_per_step))
         if record_emissions or listener is not None:
             watchers = [handle.on_tokens] + ([listener] if listener else [])
             seq.listener = watchers[0] if len(watchers) == 1 else _fan_out(watchers)
             self._listening = True
         self._handles[rid] = handle
-        heapq.heappush(self._arrivals, (max(request.arrival_seconds, self.now), rid, seq))
+        arrival = request.arrival_seconds
+        _heappush(self._arrivals, (arrival if arrival >= self.now else self.now, rid, seq))
         return handle
 
     def advance_until(self, until_seconds: float) -> None:
         """Run every step that ends at or before ``until_seconds``; a step in flight stays in flight."""
+        plan = self._planner.plan
+        ledger = self.ledger
+        arrivals = self._arrivals
         while True:
-            if self.run is None:
-                self._ingest(self.now)
-                self._schedule(self.now)
-                self.run = self._planner.plan(self, self.now)
-                if self.run is None:
-                    self.metrics.decode_rate.set_rate(self.now, 0.0)
-                    self.metrics.prefill_rate.set_rate(self.now, 0.0)
-                    nxt = self._arrivals[0][0] if self._arrivals else None
+            run = self.run
+            if run is None:
+                now = self.now
+                if arrivals and arrivals[0][0] <= now:
+                    self._ingest(now)
+                self._schedule(now)
+                run = plan(self, now)
+                if run is None:
+                    m = self.metrics
+                    m.decode_rate.set_rate(now, 0.0)
+                    m.prefill_rate.set_rate(now, 0.0)
+                    nxt = arrivals[0][0] if arrivals else None
                     if nxt is None or nxt > until_seconds:
-                        self.now = max(self.now, until_seconds)
-                        self.ledger.end_seconds = self.now
+                        self.now = max(now, until_seconds)
+                        ledger.end_seconds = self.now
                         return
                     self.now = nxt
                     continue
-                self._start_run(self.run)
-            run = self.run
+                self.run = run
+                self._start_run(run)
             fit = int((until_seconds - run.start_seconds) / run.step_seconds + 1e-9)
             if fit <= 0:
-                self.ledger.end_seconds = max(self.ledger.end_seconds, until_seconds)
+                ledger.end_seconds = max(ledger.end_seconds, until_seconds)
                 return
-            n = min(fit, run.steps)
-            self._complete_steps(run, n)
-            if n < run.steps:
+            steps = run.steps
+            if fit < steps:
+                self._complete_steps(run, fit)
                 run.start_seconds = self.now
-                run.steps -= n
-                self.ledger.end_seconds = max(self.ledger.end_seconds, until_seconds)
+                run.steps = steps - fit
+                ledger.end_seconds = max(ledger.end_seconds, until_seconds)
                 return
+            self._complete_steps(run, steps)
             self.run = None
             self._after_run(run)
 
@@ -155,23 +171,39 @@ class Engine:
     def handle(self, rid: int) -> RequestHandle:
         return self._handles[rid]
 
+    @property
+    def recent_requests(self) -> list[dict[str, object]]:
+        """The last 64 finished requests (what ``/stats`` shows), timings rounded to the microsecond."""
+        out: list[dict[str, object]] = []
+        for seq, now in self._recent_finished:
+            request = seq.request
+            out.append({
+                "rid": seq.rid, "kind": request.kind, "arrival_seconds": round(request.arrival_seconds, 6),
+                "prompt_tokens": request.prompt_tokens, "output_tokens": request.output_tokens,
+                "ttft_seconds": round(seq.first_token_seconds - request.arrival_seconds, 6),
+                "e2e_seconds": round(now - request.arrival_seconds, 6), "preemptions": seq.preemptions,
+            })
+        return out
+
     # ---- internals ----------------------------------------------------------------------------
 
     def _ingest(self, t: float) -> None:
-        while self._arrivals and self._arrivals[0][0] <= t:
-            _, _, seq = heapq.heappop(self._arrivals)
-            self.waiting.append(seq)
-            self.tallies.on_arrival(seq.request.prompt_tokens)
+        arrivals, waiting, on_arrival = self._arrivals, self.waiting, self.tallies.on_arrival
+        while arrivals and arrivals[0][0] <= t:
+            seq = _heappop(arrivals)[2]
+            waiting.append(seq)
+            on_arrival(seq.request.prompt_tokens)
 
     def next_arrival_seconds(self) -> float | None:
         return self._arrivals[0][0] if self._arrivals else None
 
     def next_completion_index(self) -> int | None:
-        while self._completions:
-            index, _rid, version, seq = self._completions[0]
-            if seq.phase is Phase.DECODING and seq.version == version:
+        completions = self._completions
+        while completions:
+            index, _rid, version, seq = completions[0]
+            if seq.phase is DECODING and seq.version == version:
                 return index
-            heapq.heappop(self._completions)
+            _heappop(completions)
         return None
 
     def holders(self) -> int:
@@ -183,18 +215,27 @@ class Engine:
     def _schedule(self, now: float) -> None:
         """The scheduler's changes before a run is planned: a hold goes on (if decoders are left
         once the next step fits the KV cache) or ends, then the queue's head may be admitted."""
-        if self.held_remaining > 0 and self.decoders:
+        decoders = self.decoders
+        if self.held_remaining > 0 and decoders:
             self._ensure_kv(now)
-            if self.decoders:
+            if decoders:
                 return
         self.held_remaining = 0
-        self._ensure_kv(now)
+        if decoders:
+            self._ensure_kv(now)
         if self.prefilling is None and self.waiting:
             self.try_admit(now)
 
     def _ensure_kv(self, now: float) -> None:
         """Preempt the newest decoders until the next decode step fits in the KV cache."""
-        while self.decoders and self.free_kv_tokens() < len(self.decoders) * self.tokens_per_step:
+        decoders, kv, per_step = self.decoders, self.kv, self.tokens_per_step
+        while decoders:
+            n = len(decoders)
+            growth = n * per_step
+            holders = n + (1 if self.prefilling is not None else 0)
+            free = kv.capacity_tokens - holders * kv.block_size - (kv.static_tokens + growth * self.decode_index)
+            if free >= growth:
+                return
             self.preempt_newest(now)
 
     def try_admit(self, now: float) -> None:
@@ -202,14 +243,15 @@ class Engine:
         if self.prefilling is not None or not self.waiting:
             return
         seq = self.waiting[0]
+        request = seq.request
         resuming = seq.phase is Phase.PREEMPTED
         if resuming:
-            start, end, replay_end = 0, seq.request.prompt_tokens + seq.generated_tokens, 0
+            start, end, replay_end = 0, request.prompt_tokens + seq.generated_tokens, 0
         else:
-            depth = min(seq.request.cached_depth, seq.request.prompt_tokens)
-            start = self.checkpoints.lookup(seq.request.session_id, depth) if depth > 0 else 0
-            start = min(start, seq.request.prompt_tokens - 1)
-            end = seq.request.prompt_tokens
+            depth = min(request.cached_depth, request.prompt_tokens)
+            start = self.checkpoints.lookup(request.session_id, depth) if depth > 0 else 0
+            start = min(start, request.prompt_tokens - 1)
+            end = request.prompt_tokens
             replay_end = max(start, depth)
         growth = (len(self.decoders) + 1) * self.tokens_per_step
         if not admission_fits(self.free_kv_tokens() - self.kv.block_size, end, self.kv.capacity_tokens,
@@ -224,9 +266,10 @@ class Engine:
         seq.written_positions = []
         if not resuming:
             seq.admitted_seconds = now
-            self.metrics.queue_wait.observe(now - seq.request.arrival_seconds)
-            self.metrics.prefix_cache_queries += seq.request.prompt_tokens
-            self.metrics.prefix_cache_hits += start
+            m = self.metrics
+            m.queue_wait.observe(now - request.arrival_seconds)
+            m.prefix_cache_queries += request.prompt_tokens
+            m.prefix_cache_hits += start
         self.kv.static_tokens += end
         self.prefilling = seq
         if end - start > self.config.checkpoint_interval:
@@ -253,9 +296,10 @@ class Engine:
 
     def _start_run(self, run: Run) -> None:
         m = self.metrics
-        m.decode_rate.set_rate(run.start_seconds, run.decoders * self.tokens_per_step / run.step_seconds)
+        dt = run.step_seconds
+        m.decode_rate.set_rate(run.start_seconds, run.decoders * self.tokens_per_step / dt)
         if run.prefill_tokens or m.prefill_rate.rate:
-            m.prefill_rate.set_rate(run.start_seconds, run.prefill_tokens / run.step_seconds)
+            m.prefill_rate.set_rate(run.start_seconds, run.prefill_tokens / dt)
 
     def _complete_steps(self, run: Run, n: int) -> None:
         m, dt, decoders = self.metrics, run.step_seconds, run.decoders
@@ -263,7 +307,8 @@ class Engine:
         seconds = n * dt
         m.steps += n
         m.step_seconds += seconds
-        self.tallies.on_steps(dt, n, chunk > 0)
+        tallies = self.tallies
+        tallies.on_steps(dt, n, chunk > 0)
         if not chunk:
             m.steps_decode += n
             m.step_seconds_decode += seconds
@@ -271,12 +316,14 @@ class Engine:
                 m.steps_held += n
                 # counted per completed step: a live driver completes a held run a few steps at a time
                 self.held_remaining = max(0, self.held_remaining - n)
+        rows = decoders * self.tokens_per_step
         if decoders:
             self.decode_index += n
-            m.generation_tokens += n * decoders * self.tokens_per_step
-            m.inter_token.observe(dt, n * decoders)
-            self.tallies.on_inter_token(dt, n * decoders)
-        m.iteration_tokens.observe(decoders * self.tokens_per_step + chunk, n)
+            m.generation_tokens += n * rows
+            emitted = n * decoders
+            m.inter_token.observe(dt, emitted)
+            tallies.on_inter_token(dt, emitted)
+        m.iteration_tokens.observe(rows + chunk, n)
         if chunk:
             m.snapshot_writes += n * run.snapshot_writes
             self._progress_prefill(run, n)
@@ -284,42 +331,51 @@ class Engine:
             self.residency.add_heat(seconds, decoders)
         self.ledger.record_steps(decoders, n, dt, run.chunk_extra_seconds, run.miss_seconds,
                                  chunk > 0, run.held, chunk)
-        self.recent_steps.append((run.start_seconds, n, run))
+        start = run.start_seconds
+        self.recent_steps.append((start, n, run))
         if decoders and self._listening:
             for s in self.decoders:
                 if s.listener is not None:
                     for i in range(1, n + 1):
-                        s.listener(run.start_seconds + i * dt, self.tokens_per_step)
-        self.now = run.start_seconds + seconds
+                        s.listener(start + i * dt, self.tokens_per_step)
+        self.now = start + seconds
 
     def _progress_prefill(self, run: Run, n: int) -> None:
         seq = self.prefilling
         assert seq is not None
-        m, chunk = self.metrics, run.shape.prefill_tokens
+        m, chunk = self.metrics, run.prefill_tokens
         pos0 = seq.prefill_start_position + seq.prefill_done_tokens
         pos1 = pos0 + n * chunk
         cut = max(0, min(pos1, seq.replay_end_position) - pos0)
-        m.prefix_hit_cut_tokens += cut
-        self.ledger.cut_tokens += cut
+        if cut:
+            m.prefix_hit_cut_tokens += cut
+            self.ledger.cut_tokens += cut
         m.prompt_tokens += n * chunk
         m.prefill_step_seconds.observe(run.step_seconds, n)
         m.prefill_step_tokens.observe(chunk, n)
         interval = self.config.checkpoint_interval
         stride = interval * (self.config.prefill_span if run.skip_intermediate_writes else 1)
         first = (pos0 // stride + 1) * stride
-        seq.written_positions.extend(range(first, pos1 + 1, stride))
+        if first <= pos1:
+            seq.written_positions.extend(range(first, pos1 + 1, stride))
         seq.prefill_done_tokens += n * chunk
 
     def _after_run(self, run: Run) -> None:
         now = self.now
         seq = self.prefilling
-        if seq is not None and seq.prefill_remaining_tokens <= 0:
+        if seq is not None and seq.prefill_end_position - seq.prefill_start_position <= seq.prefill_done_tokens:
             self._finish_prefill(seq, now)
-        while True:
-            index = self.next_completion_index()
-            if index is None or index > self.decode_index:
+        completions = self._completions
+        while completions:
+            index, _rid, version, done = completions[0]
+            if done.phase is not DECODING or done.version != version:
+                _heappop(completions)  # preempted since it was queued
+                continue
+            if index > self.decode_index:
                 break
-            _, _, _, done = heapq.heappop(self._completions)
+            _heappop(completions)
+            self.decoders.remove(done)
+            self.kv.static_tokens -= done.kv_base
             self._finish(done, now)
         if run.prefill_tokens > 0 and run.decoders and self.config.held_steps_per_chunk:
             self.held_remaining = self.config.held_steps_per_chunk
@@ -329,57 +385,52 @@ class Engine:
         self.kv.static_tokens -= seq.prefill_end_position
         self.residency.give_back(now)
         self.checkpoints.record(seq.request.session_id, seq.written_positions)
+        m = self.metrics
         if seq.preemptions:
             self.ledger.record_stall(now - seq.preempted_seconds)
-            self.metrics.preemptions_at_resume += 1
+            m.preemptions_at_resume += 1
         else:
+            request = seq.request
+            ttft = now - request.arrival_seconds
             seq.first_token_seconds = now
             handle = self._handles.get(seq.rid)
             if handle is not None:
                 handle.first_token_seconds = now
-            self.metrics.ttft.observe(now - seq.request.arrival_seconds)
-            self.tallies.on_first_token(now - seq.request.arrival_seconds)
-            m = self.metrics
-            m.prompt_tokens_at_first_token += seq.request.prompt_tokens
+            m.ttft.observe(ttft)
+            self.tallies.on_first_token(ttft)
+            m.prompt_tokens_at_first_token += request.prompt_tokens
             m.prompt_tokens_local_compute += seq.prefill_end_position - seq.prefill_start_position
             m.prompt_tokens_local_cache_hit += seq.prefill_start_position
-            self.metrics.generation_tokens += 1
+            m.generation_tokens += 1
             seq.generated_tokens = 1
             if seq.listener is not None:
                 seq.listener(now, 1)
-        seq.phase = Phase.DECODING
+        seq.phase = DECODING
         if seq.decode_tokens_needed <= 0:
             self._finish(seq, now)
             return
-        context = seq.prefill_end_position + 1
-        seq.kv_base = context - self.tokens_per_step * self.decode_index
+        index = self.decode_index
+        seq.kv_base = seq.prefill_end_position + 1 - self.tokens_per_step * index
         self.kv.static_tokens += seq.kv_base
-        seq.decode_start_index = self.decode_index
+        seq.decode_start_index = index
         self.decoders.append(seq)
-        heapq.heappush(self._completions,
-                       (self.decode_index + seq.decode_tokens_needed, seq.rid, seq.version, seq))
+        _heappush(self._completions, (index + seq.decode_tokens_needed, seq.rid, seq.version, seq))
 
     def _finish(self, seq: Sequence, now: float) -> None:
-        if seq in self.decoders:
-            self.decoders.remove(seq)
-            self.kv.static_tokens -= seq.kv_base
+        """A sequence is done (the caller has taken it out of the decoders and their KV)."""
         seq.phase = Phase.FINISHED
         seq.finished_seconds = now
-        self.metrics.e2e.observe(now - seq.request.arrival_seconds)
+        request = seq.request
+        e2e = now - request.arrival_seconds
+        self.metrics.e2e.observe(e2e)
         self.metrics.request_success += 1
         admitted = seq.admitted_seconds
-        decode_start = admitted if admitted == admitted else seq.request.arrival_seconds  # NaN: never admitted
-        self.tallies.on_finish(seq.request.prompt_tokens, seq.request.output_tokens,
-                               now - seq.request.arrival_seconds, now - decode_start)
+        decode_start = admitted if admitted == admitted else request.arrival_seconds  # NaN: never admitted
+        self.tallies.on_finish(request.prompt_tokens, request.output_tokens, e2e, now - decode_start)
         handle = self._handles.pop(seq.rid, None)
         if handle is not None:
             handle.finished_seconds = now
-        self.recent_requests.append({
-            "rid": seq.rid, "kind": seq.request.kind, "arrival_seconds": round(seq.request.arrival_seconds, 6),
-            "prompt_tokens": seq.request.prompt_tokens, "output_tokens": seq.request.output_tokens,
-            "ttft_seconds": round(seq.first_token_seconds - seq.request.arrival_seconds, 6),
-            "e2e_seconds": round(now - seq.request.arrival_seconds, 6), "preemptions": seq.preemptions,
-        })
+        self._recent_finished.append((seq, now))
         for hook in self.finish_hooks:
             hook(seq, now)
 

@@ -13,18 +13,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import NamedTuple
 
 TokenListener = Callable[[float, int], None]
 """Called with ``(emission_time_seconds, n_tokens)`` each time a sequence emits tokens."""
 
 
-@dataclass(frozen=True)
-class Request:
-    """One client request.
+class Request(NamedTuple):
+    """One client request (an immutable value).
 
     ``prompt_tokens`` is the whole prompt. ``session_id``/``cached_depth`` describe a multi-turn
     hit: the first ``cached_depth`` tokens equal a context the session already ran, so the
     prefix cache may reuse them (only up to the last retained linear-state checkpoint).
+    A named tuple rather than a frozen dataclass: a simulated day makes a few hundred thousand,
+    and a frozen dataclass's constructor cost five times as much.
     """
 
     arrival_seconds: float
@@ -45,7 +47,7 @@ class Phase(str, Enum):
     FINISHED = "finished"
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Sequence:
     """The engine's state for one request."""
 
@@ -79,7 +81,7 @@ class Sequence:
         return self.preemptions > 0 and self.generated_tokens > 0
 
 
-@dataclass
+@dataclass(slots=True)
 class RequestHandle:
     """What :meth:`Engine.submit` returns: the request's id and, as they happen, its timings.
 

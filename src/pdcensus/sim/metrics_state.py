@@ -10,6 +10,9 @@ closed-form (``r + (g0 - r) * exp(-(t - t0) / tau)``), even inside a jumped run.
 
 Histogram bounds under ``vllm:`` are vLLM's own (TTFT, inter-token/per-output-token, e2e
 latency; iteration tokens per the eager-mode list).
+
+The classes are slotted and their update methods kept to a few operations: the engine calls
+them several times per run of steps, a few million times a simulated day.
 """
 
 from __future__ import annotations
@@ -42,9 +45,11 @@ PREFILL_STEP_TOKEN_BOUNDS: tuple[float, ...] = (
 QUEUE_WAIT_BOUNDS: tuple[float, ...] = (
     0.001, 0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
 )
+_bisect_left = bisect.bisect_left
+_exp = math.exp
 
 
-@dataclass
+@dataclass(slots=True)
 class Histogram:
     """Cumulative-at-read histogram: per-bucket counts, sum, count."""
 
@@ -61,7 +66,7 @@ class Histogram:
         """Record ``value`` ``times`` times (a jumped run observes many equal values at once)."""
         if times <= 0:
             return
-        self.counts[bisect.bisect_left(self.bounds, value)] += times
+        self.counts[_bisect_left(self.bounds, value)] += times
         self.total += value * times
         self.count += times
 
@@ -74,7 +79,7 @@ class Histogram:
         return out
 
 
-@dataclass
+@dataclass(slots=True)
 class DecayedRate:
     """An exponentially decayed rate gauge, closed-form between rate changes."""
 
@@ -84,17 +89,21 @@ class DecayedRate:
     rate: float = 0.0
 
     def value_at(self, t: float) -> float:
-        dt = max(0.0, t - self.ref_seconds)
-        return self.rate + (self.ref_value - self.rate) * math.exp(-dt / self.tau_seconds)
+        dt = t - self.ref_seconds
+        return self.rate + (self.ref_value - self.rate) * _exp(-(dt if dt > 0.0 else 0.0) / self.tau_seconds)
 
     def set_rate(self, t: float, rate: float) -> None:
-        """From ``t`` on, relax toward ``rate``."""
-        self.ref_value = self.value_at(t)
+        """From ``t`` on, relax toward ``rate`` (``value_at(t)`` inlined; a settled gauge skips the exp)."""
+        old, ref = self.rate, self.ref_value
+        if ref != old:
+            dt = t - self.ref_seconds
+            ref = old + (ref - old) * _exp(-(dt if dt > 0.0 else 0.0) / self.tau_seconds)
+        self.ref_value = ref
         self.ref_seconds = t
         self.rate = rate
 
 
-@dataclass
+@dataclass(slots=True)
 class MetricsState:
     """Everything the engine exports, as numbers (one process's lifetime; a restart makes a new one)."""
 
