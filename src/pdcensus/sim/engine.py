@@ -113,22 +113,46 @@ class Engine:
         return handle
 
     def advance_until(self, until_seconds: float) -> None:
-        """Run every step that ends at or before ``until_seconds``; a step in flight stays in flight."""
+        """Run every step that ends at or before ``until_seconds``; a step in flight stays in flight.
+
+        One pass of the loop makes the scheduler's changes (keep the next step in the KV cache,
+        go on holding, or end the hold and admit the queue's head), plans a run, completes as
+        many of its steps as end by ``until_seconds`` and, when the run is over, lets the prefill
+        finish and the decoders that are done leave. The bookkeeping is written out here rather
+        than in helpers: the loop runs a few hundred thousand times a simulated day.
+        """
         plan = self._planner.plan
         ledger = self.ledger
-        arrivals = self._arrivals
+        record_steps = ledger.record_steps
+        arrivals, completions, decoders, waiting = self._arrivals, self._completions, self.decoders, self.waiting
+        m, tallies, kv, residency = self.metrics, self.tallies, self.kv, self.residency
+        decode_rate, prefill_rate = m.decode_rate, m.prefill_rate
+        observe_inter_token, observe_iteration = m.inter_token.observe, m.iteration_tokens.observe
+        on_steps, on_inter_token = tallies.on_steps, tallies.on_inter_token
+        recent = self.recent_steps.append
+        per_step = self.tokens_per_step
+        block = kv.block_size
+        held_per_chunk = self.config.held_steps_per_chunk
         while True:
             run = self.run
             if run is None:
                 now = self.now
                 if arrivals and arrivals[0][0] <= now:
                     self._ingest(now)
-                self._schedule(now)
+                if decoders:
+                    n = len(decoders)
+                    growth = n * per_step
+                    holders = n + (1 if self.prefilling is not None else 0)
+                    if kv.capacity_tokens - holders * block - (kv.static_tokens + growth * self.decode_index) < growth:
+                        self._ensure_kv(now)
+                if not (self.held_remaining > 0 and decoders):
+                    self.held_remaining = 0
+                    if self.prefilling is None and waiting:
+                        self.try_admit(now)
                 run = plan(self, now)
                 if run is None:
-                    m = self.metrics
-                    m.decode_rate.set_rate(now, 0.0)
-                    m.prefill_rate.set_rate(now, 0.0)
+                    decode_rate.set_rate(now, 0.0)
+                    prefill_rate.set_rate(now, 0.0)
                     nxt = arrivals[0][0] if arrivals else None
                     if nxt is None or nxt > until_seconds:
                         self.now = max(now, until_seconds)
@@ -137,21 +161,62 @@ class Engine:
                     self.now = nxt
                     continue
                 self.run = run
-                self._start_run(run)
-            fit = int((until_seconds - run.start_seconds) / run.step_seconds + 1e-9)
+                dt = run.step_seconds
+                decode_rate.set_rate(now, run.decoders * per_step / dt)
+                if run.prefill_tokens or prefill_rate.rate:
+                    prefill_rate.set_rate(now, run.prefill_tokens / dt)
+            start, dt = run.start_seconds, run.step_seconds
+            fit = int((until_seconds - start) / dt + 1e-9)
             if fit <= 0:
                 ledger.end_seconds = max(ledger.end_seconds, until_seconds)
                 return
             steps = run.steps
-            if fit < steps:
-                self._complete_steps(run, fit)
-                run.start_seconds = self.now
-                run.steps = steps - fit
+            n = fit if fit < steps else steps
+            # ---- n steps complete ----
+            decoding, chunk, held = run.decoders, run.prefill_tokens, run.held
+            seconds = n * dt
+            m.steps += n
+            m.step_seconds += seconds
+            on_steps(dt, n, chunk > 0)
+            if not chunk:
+                m.steps_decode += n
+                m.step_seconds_decode += seconds
+                if held:
+                    m.steps_held += n
+                    # counted per completed step: a live driver completes a held run a few steps at a time
+                    self.held_remaining = max(0, self.held_remaining - n)
+            rows = decoding * per_step
+            if decoding:
+                self.decode_index += n
+                m.generation_tokens += n * rows
+                emitted = n * decoding
+                observe_inter_token(dt, emitted)
+                on_inter_token(dt, emitted)
+            observe_iteration(rows + chunk, n)
+            if chunk:
+                m.snapshot_writes += n * run.snapshot_writes
+                self._progress_prefill(run, n)
+            if residency.missing_experts:
+                residency.add_heat(seconds, decoding)
+            record_steps(decoding, n, dt, run.chunk_extra_seconds, run.miss_seconds, chunk > 0, held, chunk)
+            recent((start, n, run))
+            if decoding and self._listening:
+                self._emit(run, n)
+            now = self.now = start + seconds
+            if n < steps:
+                run.start_seconds = now
+                run.steps = steps - n
                 ledger.end_seconds = max(ledger.end_seconds, until_seconds)
                 return
-            self._complete_steps(run, steps)
             self.run = None
-            self._after_run(run)
+            # ---- the run is over ----
+            seq = self.prefilling
+            if seq is not None and seq.prefill_end_position - seq.prefill_start_position <= seq.prefill_done_tokens:
+                self._finish_prefill(seq, now)
+            if completions and completions[0][0] <= self.decode_index:
+                self._finish_due(now)
+            if chunk and decoding and held_per_chunk:
+                self.held_remaining = held_per_chunk
 
     def gauges(self, t: float) -> dict[str, float]:
         """Instant gauges at ``t`` (arrivals up to ``t`` count as waiting)."""
@@ -211,20 +276,6 @@ class Engine:
 
     def free_kv_tokens(self) -> int:
         return self.kv.free_tokens(self.decode_index, len(self.decoders), self.tokens_per_step, self.holders())
-
-    def _schedule(self, now: float) -> None:
-        """The scheduler's changes before a run is planned: a hold goes on (if decoders are left
-        once the next step fits the KV cache) or ends, then the queue's head may be admitted."""
-        decoders = self.decoders
-        if self.held_remaining > 0 and decoders:
-            self._ensure_kv(now)
-            if decoders:
-                return
-        self.held_remaining = 0
-        if decoders:
-            self._ensure_kv(now)
-        if self.prefilling is None and self.waiting:
-            self.try_admit(now)
 
     def _ensure_kv(self, now: float) -> None:
         """Preempt the newest decoders until the next decode step fits in the KV cache."""
@@ -294,51 +345,13 @@ class Engine:
         self.preempted_waiting += 1
         return True
 
-    def _start_run(self, run: Run) -> None:
-        m = self.metrics
-        dt = run.step_seconds
-        m.decode_rate.set_rate(run.start_seconds, run.decoders * self.tokens_per_step / dt)
-        if run.prefill_tokens or m.prefill_rate.rate:
-            m.prefill_rate.set_rate(run.start_seconds, run.prefill_tokens / dt)
-
-    def _complete_steps(self, run: Run, n: int) -> None:
-        m, dt, decoders = self.metrics, run.step_seconds, run.decoders
-        chunk = run.prefill_tokens
-        seconds = n * dt
-        m.steps += n
-        m.step_seconds += seconds
-        tallies = self.tallies
-        tallies.on_steps(dt, n, chunk > 0)
-        if not chunk:
-            m.steps_decode += n
-            m.step_seconds_decode += seconds
-            if run.held:
-                m.steps_held += n
-                # counted per completed step: a live driver completes a held run a few steps at a time
-                self.held_remaining = max(0, self.held_remaining - n)
-        rows = decoders * self.tokens_per_step
-        if decoders:
-            self.decode_index += n
-            m.generation_tokens += n * rows
-            emitted = n * decoders
-            m.inter_token.observe(dt, emitted)
-            tallies.on_inter_token(dt, emitted)
-        m.iteration_tokens.observe(rows + chunk, n)
-        if chunk:
-            m.snapshot_writes += n * run.snapshot_writes
-            self._progress_prefill(run, n)
-        if self.residency.missing_experts:
-            self.residency.add_heat(seconds, decoders)
-        self.ledger.record_steps(decoders, n, dt, run.chunk_extra_seconds, run.miss_seconds,
-                                 chunk > 0, run.held, chunk)
-        start = run.start_seconds
-        self.recent_steps.append((start, n, run))
-        if decoders and self._listening:
-            for s in self.decoders:
-                if s.listener is not None:
-                    for i in range(1, n + 1):
-                        s.listener(start + i * dt, self.tokens_per_step)
-        self.now = start + seconds
+    def _emit(self, run: Run, n: int) -> None:
+        """Tell each watched decoder about the tokens of ``n`` steps of ``run``."""
+        dt, per_step = run.step_seconds, self.tokens_per_step
+        for s in self.decoders:
+            if s.listener is not None:
+                for i in range(1, n + 1):
+                    s.listener(run.start_seconds + i * dt, per_step)
 
     def _progress_prefill(self, run: Run, n: int) -> None:
         seq = self.prefilling
@@ -360,11 +373,8 @@ class Engine:
             seq.written_positions.extend(range(first, pos1 + 1, stride))
         seq.prefill_done_tokens += n * chunk
 
-    def _after_run(self, run: Run) -> None:
-        now = self.now
-        seq = self.prefilling
-        if seq is not None and seq.prefill_end_position - seq.prefill_start_position <= seq.prefill_done_tokens:
-            self._finish_prefill(seq, now)
+    def _finish_due(self, now: float) -> None:
+        """The decoders whose last step has run leave (entries of preempted stints are dropped)."""
         completions = self._completions
         while completions:
             index, _rid, version, done = completions[0]
@@ -377,8 +387,6 @@ class Engine:
             self.decoders.remove(done)
             self.kv.static_tokens -= done.kv_base
             self._finish(done, now)
-        if run.prefill_tokens > 0 and run.decoders and self.config.held_steps_per_chunk:
-            self.held_remaining = self.config.held_steps_per_chunk
 
     def _finish_prefill(self, seq: Sequence, now: float) -> None:
         self.prefilling = None

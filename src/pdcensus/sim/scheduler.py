@@ -57,12 +57,12 @@ def plan_chunk(
     if decoders == 0:
         if config.prefill_span > 1:
             size = config.prefill_span * config.checkpoint_interval
-            return ChunkPlan(min(size, remaining_tokens), False, True)
+            return ChunkPlan(size if size < remaining_tokens else remaining_tokens, False, True)
         size = min(config.max_num_batched_tokens, config.checkpoint_interval)
-        return ChunkPlan(min(size, remaining_tokens), False, False)
+        return ChunkPlan(size if size < remaining_tokens else remaining_tokens, False, False)
     if config.busy_prefill_chunk is None:
         size = auto_busy_chunk_tokens(config, decoders, waiting, stager_min_pass_tokens)
-        return ChunkPlan(min(size, remaining_tokens), False, False)
+        return ChunkPlan(size if size < remaining_tokens else remaining_tokens, False, False)
     size = min(config.busy_prefill_chunk, config.max_num_batched_tokens)
     below = size < stager_min_pass_tokens and remaining_tokens > size
     return ChunkPlan(min(size, remaining_tokens), below, False)

@@ -91,10 +91,15 @@ class EngineState(Protocol):
 
 
 class RunPlanner:
-    """Decides the next :class:`Run` from an engine's state, without changing it (hot path: kept flat)."""
+    """Decides the next :class:`Run` from an engine's state, without changing it (hot path: kept flat).
+
+    The bounds (:meth:`_bound`, the next arrival) are written out in the two run kinds: the
+    planner is asked once per run, a few hundred thousand times a simulated day.
+    """
 
     def __init__(self, config: EngineConfig, cost: CostModel, hardware: Hardware) -> None:
         self.cost = cost
+        self.config = config
         self.rows_per_sequence = config.rows_per_sequence
         self.interval = config.checkpoint_interval
         self.interleave = config.held_steps_per_chunk
@@ -103,12 +108,14 @@ class RunPlanner:
 
     def plan(self, e: EngineState, now: float) -> Run | None:
         """The next run, once the engine has preempted, admitted and ended a hold as the scheduler says."""
-        if e.held_remaining > 0 and e.decoders:
-            return self._decode_run(e, now, True, e.held_remaining)
+        if e.decoders:
+            if e.held_remaining > 0:
+                return self._decode_run(e, now, True, e.held_remaining)
+            if e.prefilling is not None:
+                return self._chunk_run(e, now)
+            return self._decode_run(e, now, False, UNBOUNDED)
         if e.prefilling is not None:
             return self._chunk_run(e, now)
-        if e.decoders:
-            return self._decode_run(e, now, False, UNBOUNDED)
         return None
 
     def _bound(self, e: EngineState, step_seconds: float, decoders: int) -> int:
@@ -141,17 +148,41 @@ class RunPlanner:
         return k
 
     def _decode_run(self, e: EngineState, now: float, held: bool, limit: int) -> Run:
+        """A run of decode-only steps (``n`` > 0 decoders), bounded as :meth:`_bound` says."""
         n = len(e.decoders)
-        context = e.kv.static_tokens + n * e.tokens_per_step * e.decode_index
-        if e.prefilling is not None:
-            context -= e.prefilling.prefill_end_position
+        kv = e.kv
+        index0 = e.decode_index
+        growth = n * e.tokens_per_step
+        used = kv.static_tokens + growth * index0
+        prefilling = e.prefilling
+        context = used if prefilling is None else used - prefilling.prefill_end_position
         missing = e.residency.missing_experts
         rows = n * self.rows_per_sequence
         cost = self.cost
         dt = cost.decode_only(rows, context, missing)
-        k = min(limit, self._bound(e, dt, n))
-        if not held and e.prefilling is None and not e.waiting:
-            k = self._until_arrival(e, now, dt, k)
+        # _bound, written out
+        k = int(MAX_RUN_SECONDS / dt) or 1
+        index = e.next_completion_index()
+        if index is not None and index - index0 < k:
+            k = max(1, index - index0)
+        holders = n + (1 if prefilling is not None else 0)
+        fits = (kv.capacity_tokens - holders * kv.block_size - used) // growth
+        if fits < k:
+            k = max(1, fits)
+        if missing:
+            res = e.residency
+            if not res.loaned:
+                promote = math.ceil((res.params.promote_seconds - res.heat_seconds) / dt - 1e-9)
+                if promote < k:
+                    k = max(1, promote)
+        if limit < k:
+            k = limit
+        if not held and prefilling is None and not e.waiting:
+            arrival = e.next_arrival_seconds()
+            if arrival is not None:
+                steps = math.ceil((arrival - now) / dt - 1e-9)
+                if steps < k:
+                    k = max(1, steps)
         return Run(now, dt, k, n, rows, 0, context, missing, 0, False, held, 0.0,
                    cost.miss_seconds_per_expert * missing, False)
 
@@ -165,31 +196,28 @@ class RunPlanner:
         seq = e.prefilling
         assert seq is not None
         n = len(e.decoders)
-        remaining = seq.prefill_remaining_tokens
-        chunk = plan_chunk(e.config, n, len(e.waiting), remaining, self.stager_tokens)
-        tokens = chunk.tokens
-        position = seq.prefill_start_position + seq.prefill_done_tokens
+        done = seq.prefill_start_position + seq.prefill_done_tokens
+        remaining = seq.prefill_end_position - done
+        tokens, below, skip = plan_chunk(self.config, n, len(e.waiting), remaining, self.stager_tokens)
         interval = self.interval
-        skip = chunk.skip_intermediate_writes
         context = e.kv.static_tokens + n * e.tokens_per_step * e.decode_index - seq.prefill_end_position
         missing = e.residency.missing_experts
         rows = n * self.rows_per_sequence
         cost = self.cost
-        below = chunk.below_stager_pass
         decode_part = cost.decode_only(rows, context, missing)
-        k = max(1, remaining // tokens)
-        if n and self.interleave:
-            k = 1
-        if k > 1:
+        k = remaining // tokens
+        if k > 1 and not (n and self.interleave):
             most_writes = -(-tokens // interval) if not skip else 1
             bound_dt = decode_part + cost.chunk_extra(tokens, most_writes, below)
             k = min(k, self._bound(e, bound_dt, n))
             if n and self.auto_busy:
                 k = self._until_arrival(e, now, bound_dt, k)
+        elif k < 1 or n and self.interleave:
+            k = 1
         if skip:
-            writes_total = sum(1 for j in range(1, k + 1) if (position + j * tokens) % interval == 0)
+            writes_total = sum(1 for j in range(1, k + 1) if (done + j * tokens) % interval == 0)
         else:
-            writes_total = (position + k * tokens) // interval - position // interval
+            writes_total = (done + k * tokens) // interval - done // interval
         writes = writes_total / k
         extra = cost.chunk_extra(tokens, writes, below)
         return Run(now, decode_part + extra, k, n, rows, tokens, context, missing, writes, below, False, extra,
