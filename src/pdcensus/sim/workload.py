@@ -13,12 +13,14 @@ from __future__ import annotations
 import heapq
 import math
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from pdcensus.sim.engine import Engine
 from pdcensus.sim.entities import Request, Sequence
+
+_exp = math.exp
 
 
 class ArrivalKind(str, Enum):
@@ -53,9 +55,9 @@ class Arrivals:
                 t += period
             return
         if self.kind is ArrivalKind.POISSON:
-            t = start
+            t, draw, rate = start, rng.expovariate, self.rate_per_second
             while True:
-                t += rng.expovariate(self.rate_per_second)
+                t += draw(rate)
                 if t >= end:
                     return
                 yield t
@@ -89,8 +91,18 @@ class Lengths:
     high: int = 1 << 20
 
     def sample(self, rng: random.Random) -> int:
-        value = int(round(self.median * math.exp(rng.gauss(0.0, self.sigma))))
+        value = int(round(self.median * _exp(rng.gauss(0.0, self.sigma))))
         return max(self.low, min(self.high, value))
+
+    def sampler(self, rng: random.Random) -> Callable[[], int]:
+        """:meth:`sample` bound to one generator, with its constants in locals (the same draws)."""
+        median, sigma, low, high, gauss = self.median, self.sigma, self.low, self.high, rng.gauss
+
+        def sample() -> int:
+            value = int(round(median * _exp(gauss(0.0, sigma))))
+            value = value if value < high else high
+            return value if value > low else low
+        return sample
 
 
 @dataclass(frozen=True)
@@ -159,16 +171,21 @@ class WorkloadFeeder:
     def __post_init__(self) -> None:
         gens = [self._stream(i, s) for i, s in enumerate(self.workload.streams)]
         gens += [self._session_starts(i, s) for i, s in enumerate(self.workload.sessions)]
-        self._pending = heapq.merge(*gens, key=lambda item: (item[0], item[1]))
+        # in (time, index) order; the indexes differ between generators, so the tuples' own order
+        # is that order and the merge needs no key (one generator needs no merge)
+        self._pending = gens[0] if len(gens) == 1 else heapq.merge(*gens)
         self._next = next(self._pending, None)
-        self.engine.finish_hooks.append(self._on_finish)
+        if self.workload.sessions:
+            self.engine.finish_hooks.append(self._on_finish)
 
     def _stream(self, index: int, stream: Stream) -> Iterator[tuple[float, int, Request]]:
         rng = random.Random(self.rng.getrandbits(64))
+        prompt_sample, output_sample = stream.prompt.sampler(rng), stream.output.sampler(rng)
+        longest, kind = self.max_model_len, stream.kind
         for t in stream.arrivals.times(rng, self.start_seconds, self.end_seconds):
-            prompt = min(stream.prompt.sample(rng), self.max_model_len - 16)
-            output = min(stream.output.sample(rng), self.max_model_len - prompt)
-            yield (t, index, Request(t, prompt, output, kind=stream.kind))
+            prompt = min(prompt_sample(), longest - 16)
+            output = min(output_sample(), longest - prompt)
+            yield (t, index, Request(t, prompt, output, -1, 0, kind))
 
     def _session_starts(self, index: int, spec: Sessions) -> Iterator[tuple[float, int, Request]]:
         rng = random.Random(self.rng.getrandbits(64))
@@ -183,9 +200,14 @@ class WorkloadFeeder:
 
     def feed(self, until_seconds: float) -> None:
         """Submit every open-loop arrival up to ``until_seconds``."""
-        while self._next is not None and self._next[0] <= until_seconds:
-            self.engine.submit(self._next[2])
-            self._next = next(self._pending, None)
+        item = self._next
+        if item is None or item[0] > until_seconds:
+            return
+        submit, pending = self.engine.submit, self._pending
+        while item is not None and item[0] <= until_seconds:
+            submit(item[2])
+            item = next(pending, None)
+        self._next = item
 
     def _on_finish(self, seq: Sequence, now: float) -> None:
         sid = seq.request.session_id
