@@ -141,6 +141,13 @@ def family_samples(
         yield spec.name + "_sum", labels, hist.total
 
 
+def _sources(spec: FamilySpec) -> list[str]:
+    """Where a family's samples come from, in :func:`family_samples` order (a histogram: its attribute)."""
+    if spec.children is not None:
+        return [source for _value, source in spec.children[1]]
+    return [spec.source]
+
+
 class RecordingAssembler:
     """Collects scrapes of one endpoint into an aligned :class:`Recording`."""
 
@@ -149,7 +156,9 @@ class RecordingAssembler:
         self.families: dict[str, Family] = {}
         self._columns: dict[SeriesKey, int] = {}
         self._rows: list[tuple[float, list[int], list[float]]] = []
-        self._layouts: dict[tuple[Build, str], list[tuple[FamilySpec, list[int]]]] = {}
+        self._readers: dict[tuple[Build, str], list[tuple[MetricType, list[str], list[int]]]] = {}
+        # histogram samples are filled in when the recording is built: (row, histogram, mark, columns)
+        self._marked: list[tuple[int, Histogram, int, list[int]]] = []
         self._up = self._column("up", {})
         self._start_col = -1
 
@@ -173,19 +182,26 @@ class RecordingAssembler:
         if self.profile in ENGINE_PROFILES:
             self._scrape_engine(t, engine, gauges, model)
             return
-        layout = self._layouts.get((build, model))
-        labels = {"model_name": model}
-        if layout is None:
-            layout = []
+        readers = self._readers.get((build, model))
+        if readers is None:
+            labels = {"model_name": model}
+            readers = self._readers[(build, model)] = []
             for spec in exported_families(build, self.profile, self.step_detail):
                 self.families[spec.name] = Family(spec.name, spec.type, spec.help)
                 cols = [self._column(n, lab) for n, lab, _ in family_samples(spec, engine, gauges, labels)]
-                layout.append((spec, cols))
-            self._layouts[(build, model)] = layout
+                readers.append((spec.type, _sources(spec), cols))
         cols, vals = [self._up], [1.0]
-        for spec, spec_cols in layout:
+        metrics, row = engine.metrics, len(self._rows)
+        for kind, sources, spec_cols in readers:
+            if kind is H:
+                hist: Histogram = getattr(metrics, sources[0])
+                self._marked.append((row, hist, hist.mark(), spec_cols))
+                continue
             cols.extend(spec_cols)
-            vals.extend(v for _, _, v in family_samples(spec, engine, gauges, labels))
+            if kind is G:
+                vals.append(float(gauges[sources[0]]))
+            else:
+                vals.extend([float(getattr(metrics, source)) for source in sources])
         if process_start is not None:
             if self._start_col < 0:
                 self.families[PROCESS_START.name] = PROCESS_START
@@ -219,6 +235,18 @@ class RecordingAssembler:
             values[r, idx] = vals
             present[r, idx] = True
             timestamps[r] = round(t, 3)
+        self._fill_histograms(order, values, present)
         endpoint = Endpoint(self.job, self.instance, timestamps, keys, values, present)
         return Recording(families=dict(self.families), endpoints=[endpoint], source=source)
 
+    def _fill_histograms(self, order: np.ndarray, values: np.ndarray, present: np.ndarray) -> None:
+        """Each histogram's rows at its marks (binned in one pass per histogram) into the scrapes' rows."""
+        groups: dict[tuple[int, tuple[int, ...]], tuple[Histogram, list[int], list[int]]] = {}
+        for row, hist, mark, cols in self._marked:
+            group = groups.setdefault((id(hist), tuple(cols)), (hist, [], []))
+            group[1].append(row)
+            group[2].append(mark)
+        for (_hist_id, cols), (hist, rows, marks) in groups.items():
+            where = np.ix_(np.asarray(rows, dtype=int), order[np.asarray(cols, dtype=int)])
+            values[where] = hist.snapshot_rows()[np.asarray(marks, dtype=int)]
+            present[where] = True

@@ -54,7 +54,7 @@ _exp = math.exp
 BULK_OBSERVATIONS = 64
 """Pending observations from which a histogram bins with numpy rather than one by one."""
 PENDING_LIMIT = 4096
-"""Pending observations a histogram holds before it bins them (its memory stays bounded)."""
+"""Pending observations (or marks) a histogram holds before it bins them: its memory stays bounded."""
 
 
 class Histogram:
@@ -63,12 +63,17 @@ class Histogram:
     :meth:`observe` only notes the observation; reading ``counts``, ``total`` or ``count``
     bins what is pending first (in bulk with numpy once there are enough), so a histogram
     nobody reads during a run (another engine's families) costs two appends per observation.
+    A recorder that samples the histogram at many instants calls :meth:`mark` at each and
+    reads the rows later from :meth:`snapshot_rows`, all binned in one pass.
+
     Binning in bulk gives the same numbers, bit for bit, as binning one at a time: the sum is
     accumulated left to right (``numpy.add.accumulate`` is sequential) and bucket counts and
-    the count are sums of whole numbers (any other weight is binned one at a time).
+    the count are sums of whole numbers (a NaN value or a fractional weight is binned one
+    observation at a time).
     """
 
-    __slots__ = ("bounds", "_edges", "_counts", "_total", "_count", "_values", "_times")
+    __slots__ = ("bounds", "_edges", "_counts", "_total", "_count", "_values", "_times", "_marks", "_marked",
+                 "_blocks")
 
     def __init__(self, bounds: tuple[float, ...], counts: list[float] | None = None,
                  total: float = 0.0, count: float = 0.0) -> None:
@@ -79,6 +84,9 @@ class Histogram:
         self._count = count
         self._values: list[float] = []
         self._times: list[float] = []
+        self._marks: list[int] = []  # pending marks: how many pending observations each one covers
+        self._marked = 0
+        self._blocks: list[np.ndarray] = []  # snapshot rows of settled marks, in mark order
 
     def observe(self, value: float, times: float = 1.0) -> None:
         """Record ``value`` ``times`` times (a jumped run observes many equal values at once)."""
@@ -93,56 +101,21 @@ class Histogram:
     @property
     def counts(self) -> list[float]:
         """Per-bucket counts (not cumulative), +Inf last."""
-        if self._values:
+        if self._values or self._marks:
             self.settle()
         return self._counts
 
     @property
     def total(self) -> float:
-        if self._values:
+        if self._values or self._marks:
             self.settle()
         return self._total
 
     @property
     def count(self) -> float:
-        if self._values:
+        if self._values or self._marks:
             self.settle()
         return self._count
-
-    def settle(self) -> None:
-        """Bin the pending observations."""
-        values, times = self._values, self._times
-        if not values:
-            return
-        if len(values) >= BULK_OBSERVATIONS:
-            v = np.array(values, dtype=float)
-            w = np.array(times, dtype=float)
-            if not np.isnan(v).any() and bool((w == np.floor(w)).all()):
-                self._settle_bulk(v, w)
-                values.clear()
-                times.clear()
-                return
-        counts, bounds = self._counts, self.bounds
-        total, count = self._total, self._count
-        for value, n in zip(values, times):
-            counts[_bisect_left(bounds, value)] += n
-            total += value * n
-            count += n
-        self._total, self._count = total, count
-        values.clear()
-        times.clear()
-
-    def _settle_bulk(self, v: np.ndarray, w: np.ndarray) -> None:
-        if self._edges is None:
-            self._edges = np.asarray(self.bounds, dtype=float)
-        index = np.searchsorted(self._edges, v, side="left")
-        binned = np.bincount(index, weights=w, minlength=len(self._counts)).tolist()
-        self._counts = [c + b if b else c for c, b in zip(self._counts, binned)]
-        running = np.empty(len(v) + 1)
-        running[0] = self._total
-        np.multiply(v, w, out=running[1:])
-        self._total = float(np.add.accumulate(running)[-1])
-        self._count = self._count + float(w.sum())
 
     def cumulative(self) -> list[float]:
         """Bucket counts as Prometheus exposes them (``le`` upper bounds, +Inf last)."""
@@ -151,6 +124,100 @@ class Histogram:
             running += c
             out.append(running)
         return out
+
+    def mark(self) -> int:
+        """Note the histogram as it is now; returns the row of :meth:`snapshot_rows` that will hold it."""
+        marks = self._marks
+        marks.append(len(self._values))
+        self._marked += 1
+        if len(marks) >= PENDING_LIMIT:
+            self.settle()
+        return self._marked - 1
+
+    def snapshot_rows(self) -> np.ndarray:
+        """One row per :meth:`mark`: the cumulative bucket counts, then the count, then the sum."""
+        self.settle()
+        if len(self._blocks) != 1:
+            self._blocks = [np.vstack(self._blocks) if self._blocks else np.empty((0, len(self._counts) + 2))]
+        return self._blocks[0]
+
+    def settle(self) -> None:
+        """Bin the pending observations (and fill in the rows of the pending marks)."""
+        values, times, marks = self._values, self._times, self._marks
+        if not values and not marks:
+            return
+        if len(values) >= BULK_OBSERVATIONS or marks:
+            v = np.array(values, dtype=float)
+            w = np.array(times, dtype=float)
+            if not np.isnan(v).any() and bool((w == np.floor(w)).all()):
+                self._settle_bulk(v, w, marks)
+                values.clear()
+                times.clear()
+                marks.clear()
+                return
+        self._settle_each()
+
+    def _settle_each(self) -> None:
+        """Bin one observation at a time (exact for any weight), filling in mark rows on the way."""
+        values, times, marks = self._values, self._times, self._marks
+        counts, bounds = self._counts, self.bounds
+        total, count = self._total, self._count
+        rows: list[list[float]] = []
+        at = 0
+        for i, (value, n) in enumerate(zip(values, times)):
+            while at < len(marks) and marks[at] == i:
+                rows.append(self._row(counts, count, total))
+                at += 1
+            counts[_bisect_left(bounds, value)] += n
+            total += value * n
+            count += n
+        while at < len(marks):
+            rows.append(self._row(counts, count, total))
+            at += 1
+        if rows:
+            self._blocks.append(np.array(rows, dtype=float))
+        self._total, self._count = total, count
+        values.clear()
+        times.clear()
+        marks.clear()
+
+    @staticmethod
+    def _row(counts: list[float], count: float, total: float) -> list[float]:
+        out, running = [], 0.0
+        for c in counts:
+            running += c
+            out.append(running)
+        return [*out, count, total]
+
+    def _settle_bulk(self, v: np.ndarray, w: np.ndarray, marks: list[int]) -> None:
+        if self._edges is None:
+            self._edges = np.asarray(self.bounds, dtype=float)
+        width = len(self._counts)
+        index = np.searchsorted(self._edges, v, side="left")
+        running = np.empty(len(v) + 1)
+        running[0] = self._total
+        np.multiply(v, w, out=running[1:])
+        sums = np.add.accumulate(running)
+        if marks:
+            at = np.asarray(marks)
+            # observation i belongs to every mark that covers more than i observations
+            first_mark = np.searchsorted(at, np.arange(len(v)), side="right")
+            grid = np.bincount(first_mark * width + index, weights=w, minlength=(len(at) + 1) * width)
+            grid = grid.reshape(len(at) + 1, width)
+            grid[0] += self._counts
+            per_mark = np.cumsum(grid, axis=0)
+            tallies = np.empty(len(w) + 1)
+            tallies[0] = self._count
+            tallies[1:] = w
+            counted = np.cumsum(tallies)
+            self._blocks.append(np.column_stack((np.cumsum(per_mark[:-1], axis=1), counted[at], sums[at])))
+            self._counts = per_mark[-1].tolist()
+            self._count = float(counted[-1])
+        else:
+            binned = np.bincount(index, weights=w, minlength=width).tolist()
+            self._counts = [c + b if b else c for c, b in zip(self._counts, binned)]
+            self._count = self._count + float(w.sum())
+        self._total = float(sums[-1])
 
 
 @dataclass(slots=True)
