@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
@@ -21,6 +22,7 @@ from pdcensus.sim.engine import Engine
 from pdcensus.sim.entities import Request, Sequence
 
 _exp = math.exp
+_time_and_index = operator.itemgetter(0, 1)
 
 
 class ArrivalKind(str, Enum):
@@ -165,16 +167,27 @@ class WorkloadFeeder:
     max_model_len: int = 131072
     _pending: Iterator[tuple[float, int, Request]] = field(init=False)
     _next: tuple[float, int, Request] | None = field(init=False, default=None)
+    _generators: list[Iterator[tuple[float, int, Request]]] = field(init=False, default_factory=list)
+    _heads: list[tuple[float, int, Request] | None] = field(init=False, default_factory=list)
     _sessions: dict[int, _SessionState] = field(init=False, default_factory=dict)
     _next_session_id: int = field(init=False, default=1)
 
     def __post_init__(self) -> None:
         gens = [self._stream(i, s) for i, s in enumerate(self.workload.streams)]
         gens += [self._session_starts(i, s) for i, s in enumerate(self.workload.sessions)]
-        # in (time, index) order; the indexes differ between generators, so the tuples' own order
-        # is that order and the merge needs no key (one generator needs no merge)
-        self._pending = gens[0] if len(gens) == 1 else heapq.merge(*gens)
-        self._next = next(self._pending, None)
+        if len(gens) > 1 and len(self.workload.sessions) <= 1:
+            # (time, index) order, merged a feed at a time: each generator is drawn up to the
+            # horizon, then one sort (stable, so a generator's own ties keep its order). Drawing
+            # one generator ahead of another changes nothing: each has its own random stream, and
+            # only a session generator has side effects (session ids), so there is at most one
+            self._generators = gens
+            self._heads = [next(g, None) for g in gens]
+            self._pending = iter(())
+        else:
+            # in (time, index) order; the indexes differ between generators, so the tuples' own
+            # order is that order and the merge needs no key (one generator needs no merge)
+            self._pending = gens[0] if len(gens) == 1 else heapq.merge(*gens)
+            self._next = next(self._pending, None)
         if self.workload.sessions:
             self.engine.finish_hooks.append(self._on_finish)
 
@@ -200,6 +213,9 @@ class WorkloadFeeder:
 
     def feed(self, until_seconds: float) -> None:
         """Submit every open-loop arrival up to ``until_seconds``."""
+        if self._generators:
+            self._feed_batch(until_seconds)
+            return
         item = self._next
         if item is None or item[0] > until_seconds:
             return
@@ -208,6 +224,20 @@ class WorkloadFeeder:
             submit(item[2])
             item = next(pending, None)
         self._next = item
+
+    def _feed_batch(self, until_seconds: float) -> None:
+        batch: list[tuple[float, int, Request]] = []
+        heads = self._heads
+        for i, generator in enumerate(self._generators):
+            item = heads[i]
+            while item is not None and item[0] <= until_seconds:
+                batch.append(item)
+                item = next(generator, None)
+            heads[i] = item
+        batch.sort(key=_time_and_index)
+        submit = self.engine.submit
+        for item in batch:
+            submit(item[2])
 
     def _on_finish(self, seq: Sequence, now: float) -> None:
         sid = seq.request.session_id
