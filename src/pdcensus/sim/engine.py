@@ -304,9 +304,11 @@ class Engine:
             start = min(start, request.prompt_tokens - 1)
             end = request.prompt_tokens
             replay_end = max(start, depth)
-        growth = (len(self.decoders) + 1) * self.tokens_per_step
-        if not admission_fits(self.free_kv_tokens() - self.kv.block_size, end, self.kv.capacity_tokens,
-                              self.holders(), growth, self.config):
+        kv, running = self.kv, len(self.decoders)  # nothing prefills, so the holders are the decoders
+        free = kv.capacity_tokens - running * kv.block_size - (kv.static_tokens + running * self.tokens_per_step
+                                                                * self.decode_index)
+        if not admission_fits(free - kv.block_size, end, kv.capacity_tokens, running,
+                              (running + 1) * self.tokens_per_step, self.config):
             return
         self.waiting.popleft()
         if resuming:
@@ -314,14 +316,15 @@ class Engine:
         seq.phase = Phase.PREFILLING
         seq.prefill_start_position, seq.prefill_end_position = start, end
         seq.replay_end_position, seq.prefill_done_tokens = replay_end, 0
-        seq.written_positions = []
+        if seq.written_positions:
+            seq.written_positions = []
         if not resuming:
             seq.admitted_seconds = now
             m = self.metrics
             m.queue_wait.observe(now - request.arrival_seconds)
             m.prefix_cache_queries += request.prompt_tokens
             m.prefix_cache_hits += start
-        self.kv.static_tokens += end
+        kv.static_tokens += end
         self.prefilling = seq
         if end - start > self.config.checkpoint_interval:
             self.residency.lend()
@@ -391,8 +394,10 @@ class Engine:
     def _finish_prefill(self, seq: Sequence, now: float) -> None:
         self.prefilling = None
         self.kv.static_tokens -= seq.prefill_end_position
-        self.residency.give_back(now)
-        self.checkpoints.record(seq.request.session_id, seq.written_positions)
+        if self.residency.loaned:
+            self.residency.give_back(now)
+        if seq.written_positions and seq.request.session_id >= 0:
+            self.checkpoints.record(seq.request.session_id, seq.written_positions)
         m = self.metrics
         if seq.preemptions:
             self.ledger.record_stall(now - seq.preempted_seconds)

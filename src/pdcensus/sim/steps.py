@@ -27,7 +27,7 @@ from pdcensus.sim.entities import Sequence
 from pdcensus.sim.hardware import Hardware
 from pdcensus.sim.kv import KVCache
 from pdcensus.sim.residency import Residency
-from pdcensus.sim.scheduler import plan_chunk
+from pdcensus.sim.scheduler import ChunkPlan, plan_chunk
 
 MAX_RUN_SECONDS = 5.0
 UNBOUNDED = 1 << 40
@@ -105,6 +105,23 @@ class RunPlanner:
         self.interleave = config.held_steps_per_chunk
         self.auto_busy = config.busy_prefill_chunk is None
         self.stager_tokens = hardware.stager_min_pass_tokens
+        self._chunks: dict[tuple[int, int], ChunkPlan] = {}
+
+    def chunk_plan(self, decoders: int, waiting: int, remaining_tokens: int) -> ChunkPlan:
+        """:func:`~pdcensus.sim.scheduler.plan_chunk` for this engine, its size kept per batch shape.
+
+        The scheduler's chunk is a size set by the decoders and the queue, capped by what the
+        prefill has left, and below the stager's pass only while more than a chunk is left; so
+        the plan of an unbounded prefill is kept per ``(decoders, waiting)`` and capped here.
+        """
+        key = (decoders, waiting)
+        plan = self._chunks.get(key)
+        if plan is None:
+            plan = self._chunks[key] = plan_chunk(self.config, decoders, waiting, UNBOUNDED, self.stager_tokens)
+        size = plan.tokens
+        if remaining_tokens > size:
+            return plan
+        return ChunkPlan(remaining_tokens, False, plan.skip_intermediate_writes)
 
     def plan(self, e: EngineState, now: float) -> Run | None:
         """The next run, once the engine has preempted, admitted and ended a hold as the scheduler says."""
@@ -198,7 +215,7 @@ class RunPlanner:
         n = len(e.decoders)
         done = seq.prefill_start_position + seq.prefill_done_tokens
         remaining = seq.prefill_end_position - done
-        tokens, below, skip = plan_chunk(self.config, n, len(e.waiting), remaining, self.stager_tokens)
+        tokens, below, skip = self.chunk_plan(n, len(e.waiting), remaining)
         interval = self.interval
         context = e.kv.static_tokens + n * e.tokens_per_step * e.decode_index - seq.prefill_end_position
         missing = e.residency.missing_experts
