@@ -57,7 +57,12 @@ class Engine:
         hardware: Hardware | None = None,
         residency: ResidencyParams | None = None,
         start_seconds: float = 0.0,
+        *,
+        engine_tallies: bool = True,
     ) -> None:
+        """``engine_tallies=False``: leave :attr:`tallies` (SGLang's and TGI's own families) unfed,
+        for a run that exports radiance's or vLLM's names only (they cost about a tenth of a
+        chat-heavy simulation)."""
         self.config = config
         self.cost = cost or CostModel()
         self.hardware = hardware or Hardware()
@@ -75,6 +80,7 @@ class Engine:
         self.metrics = MetricsState(start_seconds=start_seconds)
         # what SGLang and TGI export beyond radiance's state (their bounds, per-request timing)
         self.tallies = EngineTallies(max_total_tokens=config.max_model_len)
+        self.feeds_tallies = engine_tallies
         self.ledger = LossLedger(start_seconds=start_seconds, end_seconds=start_seconds)
         self.decode_index = 0
         self.decoders: list[Sequence] = []
@@ -129,6 +135,7 @@ class Engine:
         decode_rate, prefill_rate = m.decode_rate, m.prefill_rate
         observe_inter_token, observe_iteration = m.inter_token.observe, m.iteration_tokens.observe
         on_steps, on_inter_token = tallies.on_steps, tallies.on_inter_token
+        feeds_tallies = self.feeds_tallies
         recent = self.recent_steps.append
         per_step = self.tokens_per_step
         block = kv.block_size
@@ -177,7 +184,8 @@ class Engine:
             seconds = n * dt
             m.steps += n
             m.step_seconds += seconds
-            on_steps(dt, n, chunk > 0)
+            if feeds_tallies:
+                on_steps(dt, n, chunk > 0)
             if not chunk:
                 m.steps_decode += n
                 m.step_seconds_decode += seconds
@@ -191,7 +199,8 @@ class Engine:
                 m.generation_tokens += n * rows
                 emitted = n * decoding
                 observe_inter_token(dt, emitted)
-                on_inter_token(dt, emitted)
+                if feeds_tallies:
+                    on_inter_token(dt, emitted)
             observe_iteration(rows + chunk, n)
             if chunk:
                 m.snapshot_writes += n * run.snapshot_writes
@@ -254,10 +263,12 @@ class Engine:
 
     def _ingest(self, t: float) -> None:
         arrivals, waiting, on_arrival = self._arrivals, self.waiting, self.tallies.on_arrival
+        feeds_tallies = self.feeds_tallies
         while arrivals and arrivals[0][0] <= t:
             seq = _heappop(arrivals)[2]
             waiting.append(seq)
-            on_arrival(seq.request.prompt_tokens)
+            if feeds_tallies:
+                on_arrival(seq.request.prompt_tokens)
 
     def next_arrival_seconds(self) -> float | None:
         return self._arrivals[0][0] if self._arrivals else None
@@ -410,7 +421,8 @@ class Engine:
             if handle is not None:
                 handle.first_token_seconds = now
             m.ttft.observe(ttft)
-            self.tallies.on_first_token(ttft)
+            if self.feeds_tallies:
+                self.tallies.on_first_token(ttft)
             m.prompt_tokens_at_first_token += request.prompt_tokens
             m.prompt_tokens_local_compute += seq.prefill_end_position - seq.prefill_start_position
             m.prompt_tokens_local_cache_hit += seq.prefill_start_position
@@ -437,9 +449,10 @@ class Engine:
         e2e = now - request.arrival_seconds
         self.metrics.e2e.observe(e2e)
         self.metrics.request_success += 1
-        admitted = seq.admitted_seconds
-        decode_start = admitted if admitted == admitted else request.arrival_seconds  # NaN: never admitted
-        self.tallies.on_finish(request.prompt_tokens, request.output_tokens, e2e, now - decode_start)
+        if self.feeds_tallies:
+            admitted = seq.admitted_seconds
+            decode_start = admitted if admitted == admitted else request.arrival_seconds  # NaN: never admitted
+            self.tallies.on_finish(request.prompt_tokens, request.output_tokens, e2e, now - decode_start)
         handle = self._handles.pop(seq.rid, None)
         if handle is not None:
             handle.finished_seconds = now

@@ -20,6 +20,7 @@ from pdcensus.series.model import Recording
 from pdcensus.sim.config import Build, EngineConfig, parse_config
 from pdcensus.sim.config_source import render_config_source
 from pdcensus.sim.engine import Engine
+from pdcensus.sim.engine_exports import ENGINE_PROFILES
 from pdcensus.sim.engine_flags import engine_argv
 from pdcensus.sim.evidence import boot_log, diagnostics, stats
 from pdcensus.sim.exporter import RECORDING_PROFILES, RecordingAssembler
@@ -116,7 +117,8 @@ def simulate_scenario(
         while ti < len(times) and times[ti] < start:
             assembler.scrape_failed(EPOCH_SECONDS + times[ti])
             ti += 1
-        engine = Engine(config, spec.cost, hardware, spec.residency, start_seconds=start)
+        engine = Engine(config, spec.cost, hardware, spec.residency, start_seconds=start,
+                        engine_tallies=profile in ENGINE_PROFILES)
         feeder = WorkloadFeeder(seg.workload, engine, random.Random(rng.getrandbits(64)), start, end,
                                 config.max_model_len)
         boot.append(boot_log(engine, seg.build, EPOCH_SECONDS + start))
