@@ -43,7 +43,7 @@ from pdcensus.sim.steps import Run, RunPlanner
 from pdcensus.sim.truth import LossLedger
 
 FinishHook = Callable[[Sequence, float], None]
-DECODING = Phase.DECODING
+DECODING, PREFILLING, PREEMPTED = Phase.DECODING, Phase.PREFILLING, Phase.PREEMPTED
 _heappop, _heappush = heapq.heappop, heapq.heappush
 
 
@@ -81,6 +81,8 @@ class Engine:
         # what SGLang and TGI export beyond radiance's state (their bounds, per-request timing)
         self.tallies = EngineTallies(max_total_tokens=config.max_model_len)
         self.feeds_tallies = engine_tallies
+        self._stride = config.checkpoint_interval  # snapshot positions a chunk writes (a span: only its last)
+        self._stride_span = config.checkpoint_interval * config.prefill_span
         self.ledger = LossLedger(start_seconds=start_seconds, end_seconds=start_seconds)
         self.decode_index = 0
         self.decoders: list[Sequence] = []
@@ -306,7 +308,7 @@ class Engine:
             return
         seq = self.waiting[0]
         request = seq.request
-        resuming = seq.phase is Phase.PREEMPTED
+        resuming = seq.phase is PREEMPTED
         if resuming:
             start, end, replay_end = 0, request.prompt_tokens + seq.generated_tokens, 0
         else:
@@ -324,7 +326,7 @@ class Engine:
         self.waiting.popleft()
         if resuming:
             self.preempted_waiting -= 1
-        seq.phase = Phase.PREFILLING
+        seq.phase = PREFILLING
         seq.prefill_start_position, seq.prefill_end_position = start, end
         seq.replay_end_position, seq.prefill_done_tokens = replay_end, 0
         if seq.written_positions:
@@ -373,15 +375,15 @@ class Engine:
         m, chunk = self.metrics, run.prefill_tokens
         pos0 = seq.prefill_start_position + seq.prefill_done_tokens
         pos1 = pos0 + n * chunk
-        cut = max(0, min(pos1, seq.replay_end_position) - pos0)
-        if cut:
+        replay_end = seq.replay_end_position
+        cut = (pos1 if pos1 < replay_end else replay_end) - pos0
+        if cut > 0:
             m.prefix_hit_cut_tokens += cut
             self.ledger.cut_tokens += cut
         m.prompt_tokens += n * chunk
         m.prefill_step_seconds.observe(run.step_seconds, n)
         m.prefill_step_tokens.observe(chunk, n)
-        interval = self.config.checkpoint_interval
-        stride = interval * (self.config.prefill_span if run.skip_intermediate_writes else 1)
+        stride = self._stride_span if run.skip_intermediate_writes else self._stride
         first = (pos0 // stride + 1) * stride
         if first <= pos1:
             seq.written_positions.extend(range(first, pos1 + 1, stride))

@@ -107,7 +107,7 @@ class RunPlanner:
         self.stager_tokens = hardware.stager_min_pass_tokens
         self._chunks: dict[tuple[int, int], ChunkPlan] = {}
 
-    def chunk_plan(self, decoders: int, waiting: int, remaining_tokens: int) -> ChunkPlan:
+    def chunk_plan(self, decoders: int, waiting: int, remaining_tokens: int) -> tuple[int, bool, bool]:
         """:func:`~pdcensus.sim.scheduler.plan_chunk` for this engine, its size kept per batch shape.
 
         The scheduler's chunk is a size set by the decoders and the queue, capped by what the
@@ -121,7 +121,7 @@ class RunPlanner:
         size = plan.tokens
         if remaining_tokens > size:
             return plan
-        return ChunkPlan(remaining_tokens, False, plan.skip_intermediate_writes)
+        return remaining_tokens, False, plan.skip_intermediate_writes
 
     def plan(self, e: EngineState, now: float) -> Run | None:
         """The next run, once the engine has preempted, admitted and ended a hold as the scheduler says."""
