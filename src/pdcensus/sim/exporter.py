@@ -246,7 +246,7 @@ class RecordingAssembler:
             group = groups.setdefault((id(hist), tuple(cols)), (hist, [], []))
             group[1].append(row)
             group[2].append(mark)
-        for (_hist_id, cols), (hist, rows, marks) in groups.items():
-            where = np.ix_(np.asarray(rows, dtype=int), order[np.asarray(cols, dtype=int)])
+        for (_hist_id, columns), (hist, rows, marks) in groups.items():
+            where = np.ix_(np.asarray(rows, dtype=int), order[np.asarray(columns, dtype=int)])
             values[where] = hist.snapshot_rows()[np.asarray(marks, dtype=int)]
             present[where] = True
