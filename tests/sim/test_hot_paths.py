@@ -2,6 +2,8 @@
 
 - The run planner keeps the scheduler's chunk per batch shape: it must be the scheduler's
   chunk for every shape and every remainder.
+- The feeder merges several open-loop streams a feed at a time: the engine must get the same
+  requests in the same (time, stream) order however the feeds are cut.
 - An engine that leaves SGLang's and TGI's tallies unfed (a radiance or vLLM recording) must
   run the same trajectory and keep the same radiance counters and truth ledger.
 
@@ -11,6 +13,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 
 import pytest
 
@@ -18,6 +21,8 @@ from pdcensus.sim.config import parse_config
 from pdcensus.sim.cost_model import CostModel
 from pdcensus.sim.engine import Engine
 from pdcensus.sim.entities import Request
+from pdcensus.sim.scenarios import SHARING
+from pdcensus.sim.workload import WorkloadFeeder
 from pdcensus.sim.hardware import Hardware
 from pdcensus.sim.scheduler import plan_chunk
 from pdcensus.sim.steps import RunPlanner
@@ -61,3 +66,31 @@ def test_unfed_tallies_change_nothing_else_and_stay_empty() -> None:
     assert fed.tallies.sglang_inter_token.count == fed.metrics.inter_token.count > 0
     assert unfed.tallies.finished_requests == 0 and unfed.tallies.sglang_inter_token.count == 0
     assert unfed.tallies.tgi_forward_decode.count == 0 and unfed.tallies.tgi_input_length.count == 0
+
+
+class _Collector:
+    """Stands in for the engine: keeps what it is given, in order."""
+
+    def __init__(self) -> None:
+        self.finish_hooks: list[object] = []
+        self.requests: list[Request] = []
+
+    def submit(self, request: Request) -> None:
+        self.requests.append(request)
+
+
+@pytest.mark.parametrize("step", [0.5, 15.0, 75.0])
+def test_streams_merged_a_feed_at_a_time_arrive_in_order_however_the_feeds_are_cut(step: float) -> None:
+    def fed(step_seconds: float) -> list[Request]:
+        sink = _Collector()
+        feeder = WorkloadFeeder(SHARING, sink, random.Random(11), 0.0, 1800.0)  # type: ignore[arg-type]
+        t = 0.0
+        while t < 1800.0:
+            t += step_seconds
+            feeder.feed(t)
+        return sink.requests
+
+    whole = fed(1800.0)
+    assert {r.kind for r in whole} == {"chat", "long-context"}
+    assert all(a.arrival_seconds <= b.arrival_seconds for a, b in zip(whole, whole[1:]))
+    assert fed(step) == whole
