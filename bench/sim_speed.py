@@ -1,20 +1,31 @@
 """Simulator speed: simulated seconds per wall second, and peak memory, over a day of virtual time.
 
 Usage:  .venv/bin/python bench/sim_speed.py [--hours 24] [--scenario NAME ...]
+        .venv/bin/python bench/sim_speed.py --baseline DIR [--repeat 3] [--hours 24] [--scenario NAME ...]
 
 The headline load is a busy endpoint: 64 sequences in the batch, long-prompt sessions
 (32k-token documents, multi-turn, long reasoning outputs), on a KV cache of 3.2M tokens
 (a box with several cards' worth of KV). Named scenarios can be timed too.
 Prints one line per run: load, virtual hours, wall and CPU seconds, speed-up, peak RSS
 (on a shared machine the CPU-time figure is the one that does not depend on the neighbours).
+
+With ``--baseline DIR`` (a source tree holding another version's ``pdcensus`` package, e.g.
+``git archive REV src | tar -x -C DIR``), each load is timed ``--repeat`` times, the baseline
+and this tree alternately, each in a fresh process; the ratio is taken within each pair and the
+median of the pairs is printed, so the neighbours' load cancels as far as it can.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import resource
+import statistics
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 from pdcensus.sim.config import Build
 from pdcensus.sim.run import simulate_scenario
@@ -36,11 +47,51 @@ def peak_rss_mib() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
+def _time_one(name: str, hours: float) -> dict[str, float]:
+    spec = BUSY if name == BUSY.name else get_scenario(name)
+    started, cpu_started = time.perf_counter(), time.process_time()
+    simulate_scenario(spec, duration_seconds=hours * 3600.0, seed=0)
+    return {"wall": time.perf_counter() - started, "cpu": time.process_time() - cpu_started}
+
+
+def _timed_in(source: Path | None, name: str, hours: float) -> dict[str, float]:
+    """One run in a fresh process, on ``source``'s package (None: this tree's)."""
+    env = dict(os.environ)
+    if source is not None:
+        env["PYTHONPATH"] = str(source)
+    done = subprocess.run([sys.executable, __file__, "--one", name, "--hours", str(hours)],
+                          env=env, capture_output=True, text=True, check=True)
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def compare(baseline: Path, names: list[str], hours: float, repeat: int) -> None:
+    duration = hours * 3600.0
+    print(f"{'load':22} {'baseline CPU s':>15} {'this CPU s':>11} {'this x real time (CPU)':>23} "
+          f"{'CPU ratio':>10} {'wall ratio':>11}  (medians of {repeat} alternating pairs)")
+    for name in names:
+        pairs = [(_timed_in(baseline, name, hours), _timed_in(None, name, hours)) for _ in range(repeat)]
+        base_cpu = statistics.median(b["cpu"] for b, _ in pairs)
+        this_cpu = statistics.median(t["cpu"] for _, t in pairs)
+        cpu_ratio = statistics.median(b["cpu"] / t["cpu"] for b, t in pairs)
+        wall_ratio = statistics.median(b["wall"] / t["wall"] for b, t in pairs)
+        print(f"{name:22} {base_cpu:15.2f} {this_cpu:11.2f} {duration / this_cpu:23,.0f} "
+              f"{cpu_ratio:9.2f}x {wall_ratio:10.2f}x", flush=True)
+
+
 def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--hours", type=float, default=24.0)
     parser.add_argument("--scenario", action="append", default=[])
+    parser.add_argument("--baseline", type=Path, help="another version's source tree to compare with")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--one", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.one:
+        print(json.dumps(_time_one(args.one, args.hours)))
+        return 0
+    if args.baseline is not None:
+        compare(args.baseline, [BUSY.name, *args.scenario], args.hours, args.repeat)
+        return 0
     specs = [BUSY] + [get_scenario(name) for name in args.scenario]
     duration = args.hours * 3600.0
     for spec in specs:
