@@ -9,7 +9,8 @@ Entry points::
 Modules, one concept each: ``config`` (flags), ``config_source`` (core/config.cpp),
 ``entities``, ``workload``, ``cost_model``, ``scheduler``, ``steps`` (run planning), ``kv``
 (KV + prefix cache + checkpoints), ``residency`` (arena / expert slab / heat engine),
-``hardware``, ``metrics_state``, ``exporter``, ``truth``, ``scenarios``, ``engine``, ``run``,
+``hardware``, ``metrics_state``, ``exporter``, ``truth``, ``scenarios``, ``engine`` (the run loop),
+``lifecycle`` (a request's admission, preemption, end of prefill and finish), ``run``,
 ``evidence`` (boot ledger, /stats, /diagnostics), ``output``.
 """
 
