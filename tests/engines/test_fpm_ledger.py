@@ -153,17 +153,12 @@ def test_the_simulator_published_and_recorded_reproduces_the_cost_models_means(t
 def test_the_simulated_engines_runs_published_as_fpm_give_the_engines_own_ledger(tmp_path: Path) -> None:
     """A real sim Engine: its runs -> FPM over ZMQ -> recorder -> ledger == the engine's counters."""
     from pdcensus.sim.config import EngineConfig
-    from pdcensus.sim.engine import Engine, Run
+    from pdcensus.sim.engine import Engine
     from pdcensus.sim.entities import Request
 
     runs: list[tuple[StepShape, float, int]] = []
-
-    class Watched(Engine):
-        def _complete_steps(self, run: Run, n: int) -> None:
-            runs.append((run.shape, run.step_seconds, n))
-            super()._complete_steps(run, n)
-
-    engine = Watched(EngineConfig())
+    engine = Engine(EngineConfig())
+    engine.run_watchers.append(lambda run, n: runs.append((run.shape, run.step_seconds, n)))
     for i in range(24):
         engine.submit(Request(arrival_seconds=0.5 * i, prompt_tokens=300, output_tokens=400))
     for t in (3.0, 9.0, 15.0):

@@ -94,3 +94,16 @@ def test_streams_merged_a_feed_at_a_time_arrive_in_order_however_the_feeds_are_c
     assert {r.kind for r in whole} == {"chat", "long-context"}
     assert all(a.arrival_seconds <= b.arrival_seconds for a, b in zip(whole, whole[1:]))
     assert fed(step) == whole
+
+
+def test_run_watchers_are_told_of_every_step_the_engine_completes() -> None:
+    engine = Engine(parse_config({"--prefill-interleave": "2"}))
+    pieces: list[tuple[int, int, bool]] = []
+    engine.run_watchers.append(lambda run, n: pieces.append((n, run.prefill_tokens, run.held)))
+    _load(engine)
+    for k in range(1, 61):
+        engine.advance_until(k * 0.5)  # scrapes cut runs: a run is told of in pieces
+    m = engine.metrics
+    assert sum(n for n, _, _ in pieces) == m.steps > 0
+    assert sum(n for n, chunk, _ in pieces if not chunk) == m.steps_decode
+    assert sum(n for n, _, held in pieces if held) == m.steps_held > 0

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import heapq
 from collections import deque
+from collections.abc import Callable
 
 from pdcensus.sim.config import EngineConfig
 from pdcensus.sim.cost_model import CostModel
@@ -42,7 +43,9 @@ from pdcensus.sim.residency import Residency, ResidencyParams
 from pdcensus.sim.steps import Run, RunPlanner
 from pdcensus.sim.truth import LossLedger
 
-__all__ = ["Engine", "FinishHook"]
+__all__ = ["Engine", "FinishHook", "RunWatcher"]
+RunWatcher = Callable[[Run, int], None]
+"""Told of every piece of a run the engine completes: the run and how many of its steps."""
 _heappop, _heappush = heapq.heappop, heapq.heappush
 
 
@@ -91,6 +94,7 @@ class Engine(RequestLifecycle):
         self.preempted_waiting = 0
         self.run: Run | None = None
         self.finish_hooks: list[FinishHook] = []
+        self.run_watchers: list[RunWatcher] = []
         self.recent_steps: deque[tuple[float, int, Run]] = deque(maxlen=64)
         self._recent_finished: deque[tuple[Sequence, float]] = deque(maxlen=64)
         self._arrivals: list[tuple[float, int, Sequence]] = []
@@ -138,6 +142,7 @@ class Engine(RequestLifecycle):
         on_steps, on_inter_token = tallies.on_steps, tallies.on_inter_token
         feeds_tallies = self.feeds_tallies
         recent = self.recent_steps.append
+        watchers = self.run_watchers
         per_step = self.tokens_per_step
         block = kv.block_size
         held_per_chunk = self.config.held_steps_per_chunk
@@ -210,6 +215,9 @@ class Engine(RequestLifecycle):
                 residency.add_heat(seconds, decoding)
             record_steps(decoding, n, dt, run.chunk_extra_seconds, run.miss_seconds, chunk > 0, held, chunk)
             recent((start, n, run))
+            if watchers:
+                for watch in watchers:
+                    watch(run, n)
             if decoding and self._listening:
                 self._emit(run, n)
             now = self.now = start + seconds
