@@ -66,6 +66,9 @@ def test_unfed_tallies_change_nothing_else_and_stay_empty() -> None:
     assert fed.tallies.sglang_inter_token.count == fed.metrics.inter_token.count > 0
     assert unfed.tallies.finished_requests == 0 and unfed.tallies.sglang_inter_token.count == 0
     assert unfed.tallies.tgi_forward_decode.count == 0 and unfed.tallies.tgi_input_length.count == 0
+    # what the truth's capacity block reads: the engine's own counts, equal to the fed tallies'
+    assert fed.arrived == unfed.arrived == fed.tallies.tgi_input_length.count == 41
+    assert unfed.metrics.request_success == fed.tallies.finished_requests
 
 
 class _Collector:

@@ -83,6 +83,7 @@ class Engine(RequestLifecycle):
         # what SGLang and TGI export beyond radiance's state (their bounds, per-request timing)
         self.tallies = EngineTallies(max_total_tokens=config.max_model_len)
         self.feeds_tallies = engine_tallies
+        self.arrived = 0  # requests taken in (queued for admission), whatever the tallies
         self._stride = config.checkpoint_interval  # snapshot positions a chunk writes (a span: only its last)
         self._stride_span = config.checkpoint_interval * config.prefill_span
         self.ledger = LossLedger(start_seconds=start_seconds, end_seconds=start_seconds)
@@ -258,12 +259,14 @@ class Engine(RequestLifecycle):
 
     def _ingest(self, t: float) -> None:
         arrivals, waiting, on_arrival = self._arrivals, self.waiting, self.tallies.on_arrival
-        feeds_tallies = self.feeds_tallies
+        feeds_tallies, taken = self.feeds_tallies, 0
         while arrivals and arrivals[0][0] <= t:
             seq = _heappop(arrivals)[2]
             waiting.append(seq)
+            taken += 1
             if feeds_tallies:
                 on_arrival(seq.request.prompt_tokens)
+        self.arrived += taken
 
     def next_arrival_seconds(self) -> float | None:
         return self._arrivals[0][0] if self._arrivals else None

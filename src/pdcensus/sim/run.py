@@ -162,8 +162,8 @@ def simulate_scenario(
 
 def _segment_truth(engine: Engine, build: Build, config: EngineConfig, start: float, end: float) -> dict[str, Any]:
     verdict = judge(engine.ledger)
-    arrived = int(engine.tallies.tgi_input_length.count)  # every request the engine took in (ingested)
-    capacity = capacity_truth(arrived, int(engine.tallies.finished_requests), len(engine.waiting), config.max_num_seqs)
+    arrived = engine.arrived  # every request the engine took in (ingested); its own count, tallies fed or not
+    capacity = capacity_truth(arrived, int(engine.metrics.request_success), len(engine.waiting), config.max_num_seqs)
     return {
         "start": EPOCH_SECONDS + start,
         "end": EPOCH_SECONDS + end,
