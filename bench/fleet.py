@@ -89,11 +89,16 @@ def recall(body: dict[str, Any], members: list[FleetMember], k: int) -> dict[str
     scored = sorted((r for r in body["screen"] if r["score"] is not None), key=lambda r: -r["score"])
     screen_top = {r["instance"] for r in scored[:k]}
     ranked_top = {r["instance"] for r in body["ranking"][:10]}
+    # Endpoints made from one run share its truth, and runs of one scenario differ little: the loss-weighted
+    # recall asks how much of the true top 10's loss the examined set's 10 worst (by truth) carry.
+    best_examined = sorted((loss[i] for i in examined), reverse=True)[:10]
+    best_all = sorted(loss.values(), reverse=True)[:10]
+    weighted = sum(best_examined) / sum(best_all) if sum(best_all) > 0 else 1.0
     scenario = {m.instance: m.scenario for m in members}
     missed = sorted({scenario[i] for i in top - examined})
     return {"true_top": len(top), "true_top_scenarios": sorted({scenario[i] for i in top}),
             "missed_scenarios": missed, "examined": len(examined),
-            "recall_examined": min(10, len(top & examined)) / 10,
+            "recall_examined": min(10, len(top & examined)) / 10, "loss_weighted_recall": round(weighted, 3),
             "recall_screen_top_k": min(10, len(top & screen_top)) / 10,
             "recall_final_top10": min(10, len(top & ranked_top)) / 10}
 
