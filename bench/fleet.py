@@ -58,11 +58,12 @@ def peak_kib(pid: int) -> int:
     return -1
 
 
-def run_fleet(url: str, start: float, end: float, examine: int, stride: str | None
+def run_fleet(url: str, start: float, end: float, examine: int, stride: str | None, screen_only: bool = False
               ) -> tuple[dict[str, Any], float, int]:
     """The CLI as a child: its JSON, wall seconds and peak RSS (KiB)."""
     argv = [sys.executable, "-m", "pdcensus", "fleet", "--prometheus", url, "--start", str(start), "--end", str(end),
-            "--examine", str(examine), "--json", "--timeout", "600s"] + (["--stride", stride] if stride else [])
+            "--examine", str(examine), "--json", "--timeout", "600s"] + (["--stride", stride] if stride else []) + (
+        ["--screen-only"] if screen_only else [])
     # A small wrapper starts the CLI and reports its peak RSS: a child forked from this (large) process
     # would count the pages it shared with us before exec in its high-water mark.
     wrapper = ("import resource, subprocess, sys\n"
@@ -104,10 +105,11 @@ def recall(body: dict[str, Any], members: list[FleetMember], k: int) -> dict[str
 
 
 def measure(engine: str, url: str, server_pid: int, members: list[FleetMember], hours: float, examine: int,
-            stride: str | None) -> dict[str, Any]:
-    body, wall, rss = run_fleet(url, EPOCH_SECONDS, EPOCH_SECONDS + hours * 3600, examine, stride)
+            stride: str | None, screen_only: bool = False) -> dict[str, Any]:
+    body, wall, rss = run_fleet(url, EPOCH_SECONDS, EPOCH_SECONDS + hours * 3600, examine, stride, screen_only)
     stages = body["stages"]
-    return {"engine": engine, "stride": stride or "15s", "wall_seconds": round(wall, 2), "stages": stages,
+    return {"engine": engine, "stride": stride or "15s", "screen_only": screen_only, "wall_seconds": round(wall, 2),
+            "stages": stages,
             "queries": sum(s["requests"] for s in stages.values()),
             "bytes": sum(s["bytes_received"] for s in stages.values()),
             "fleet_peak_rss_mib": round(rss / 1024, 1), "store_peak_rss_mib": round(peak_kib(server_pid) / 1024, 1),
@@ -126,7 +128,7 @@ def screen_series_only(recording: Recording) -> Recording:
 
 
 def one_size(pool: list[Any], instances: int, hours: float, engines: list[str], examine: int, work: Path,
-             slim: bool = False, stride: str | None = None) -> list[dict[str, Any]]:
+             slim: bool = False, stride: str | None = None, screen_only: bool = False) -> list[dict[str, Any]]:
     t0 = time.monotonic()
     recording, members = vary_fleet(pool, instances, duration_seconds=hours * 3600, seed=instances)
     if slim:
@@ -149,13 +151,13 @@ def one_size(pool: list[Any], instances: int, hours: float, engines: list[str], 
             om.unlink()
             with prom:
                 assert prom.process is not None
-                row.update(measure(engine, prom.url, prom.process.pid, members, hours, examine, stride))
+                row.update(measure(engine, prom.url, prom.process.pid, members, hours, examine, stride, screen_only))
         else:
             with LocalVictoriaMetrics(where) as vm:
                 vm.import_recording(recording)
                 row["load_seconds"] = round(vm.import_seconds, 1)
                 assert vm.process is not None
-                row.update(measure(engine, vm.url, vm.process.pid, members, hours, examine, stride))
+                row.update(measure(engine, vm.url, vm.process.pid, members, hours, examine, stride, screen_only))
         shutil.rmtree(where, ignore_errors=True)
         print(json.dumps(row), flush=True)
         out.append(row)
@@ -187,6 +189,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="also write every row and the fit as JSON here")
     parser.add_argument("--screen-series-only", action="store_true",
                         help="store no histogram series (the screen reads none; the census then has no TTFT/ITL)")
+    parser.add_argument("--screen-only", action="store_true", help="pass --screen-only: examine nothing")
     parser.add_argument("--stride", default=None, help="the screen's --stride (default: every scrape)")
     parser.add_argument("--pool-cache", type=Path, default=None,
                         help="a directory for the pools (one pickle per window length): read if there, else written")
@@ -209,7 +212,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pdcensus-fleet-") as tmp:
         for instances, hours in sizes:
             rows += one_size(pools[hours], instances, hours, args.engines.split(","), args.examine, Path(tmp),
-                             slim=args.screen_series_only, stride=args.stride)
+                             slim=args.screen_series_only, stride=args.stride, screen_only=args.screen_only)
     fitted = fit(rows)
     print(json.dumps({"fit_screen_seconds": fitted}), flush=True)
     if args.out is not None:

@@ -229,3 +229,12 @@ def test_a_selector_that_finds_nothing_or_does_not_parse_is_refused(
 ) -> None:
     with pytest.raises(error, match="nobody|selector"):
         census_fleet(fleet[0]["prometheus"], selector=selector, start=START, end=END)
+
+
+def test_screen_only_examines_nothing_and_ranks_every_endpoint_by_the_screen(
+    fleet: tuple[dict[str, str], list[FleetMember]],
+) -> None:
+    result = census_fleet(fleet[0]["victoria-metrics"], start=START, end=END, screen_only=True)
+    assert result.examined == () and result.to_dict()["stages"]["examine"]["requests"] == 0
+    scores = [r.screen_score for r in result.ranking if math.isfinite(r.screen_score)]
+    assert scores == sorted(scores, reverse=True) and {r.mechanism for r in result.ranking} <= {"screened", "error"}

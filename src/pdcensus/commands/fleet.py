@@ -78,6 +78,7 @@ def fleet_command(
     recorded: Annotated[bool, typer.Option("--recorded", help="Screen from the series that `pdcensus promql --rules --window 1m` records instead of raw expressions.")] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Queries (screen) and batches (examine) in flight at once.")] = 4,
     batch_size: Annotated[int, typer.Option("--batch-size", help="Endpoints pulled together when examined.")] = 25,
+    screen_only: Annotated[bool, typer.Option("--screen-only", help="Stop after the screen: examine nothing, rank by the screen's estimate.")] = False,
     state: Annotated[Optional[Path], typer.Option("--state", help="Write each finished stage to this JSON file.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Start from --state FILE where the last run stopped.")] = False,
     html: Annotated[Optional[Path], typer.Option("--html", help="Write the fleet page here; the examined endpoints' reports go beside it in NAME-reports/.")] = None,
@@ -107,7 +108,7 @@ def fleet_command(
     result = census_fleet(prometheus, selector=selector, start=t0, end=t1, examine=examine, concurrency=concurrency,
                           batch_size=batch_size, auth=connection.auth(), timeout=connection.timeout_seconds,
                           screen_options=options, state_path=state, resume=resume, html_dir=reports_dir,
-                          progress=_StageProgress())
+                          progress=_StageProgress(), screen_only=screen_only)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     for outcome in result.examined:

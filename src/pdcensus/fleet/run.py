@@ -143,9 +143,12 @@ async def census_fleet_async(
     base_url: str, *, selector: str = '{job="radiance"}', start: float, end: float, examine: int = 20,
     concurrency: int = 4, batch_size: int = 25, auth: AuthConfig | None = None, timeout: float = 30.0,
     screen_options: ScreenOptions | None = None, state_path: Path | None = None, resume: bool = False,
-    html_dir: Path | None = None, progress: Progress | None = None,
+    html_dir: Path | None = None, progress: Progress | None = None, screen_only: bool = False,
 ) -> FleetResult:
-    """Discover, screen and examine the fleet under ``selector`` in ``[start, end]`` (see the module)."""
+    """Discover, screen and examine the fleet under ``selector`` in ``[start, end]`` (see the module).
+
+    ``screen_only`` stops after the screen: nothing is examined, the ranking is the screen's.
+    """
     if concurrency < 1 or batch_size < 1 or examine < 0:
         raise UsageError(f"--concurrency and --batch-size must be at least 1 and --examine at least 0 "
                          f"(got {concurrency}, {batch_size}, {examine})")
@@ -186,7 +189,7 @@ async def census_fleet_async(
             state.warnings += stats.warnings
             state.save()
     screen = state.screen
-    picked = pick(screen, examine)
+    picked = [] if screen_only else pick(screen, examine)
     todo = [(r.job, r.instance) for r in picked if (r.job, r.instance) not in state.examined]
     tell("examine", len(picked) - len(todo), len(picked), "")
     t0 = time.monotonic()
