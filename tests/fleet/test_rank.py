@@ -6,7 +6,7 @@ import math
 
 from pdcensus.fleet.page import render_fleet_page
 from pdcensus.fleet.rank import EXAMINED, FAILED, INCONCLUSIVE, SCREENED, Examined, Standing, rank
-from pdcensus.fleet.run import FleetResult, StageCost, pick
+from pdcensus.fleet.run import FleetResult, StageCost, examine_batch_size, pick
 from pdcensus.fleet.screen_model import ScreenRow
 
 
@@ -77,3 +77,9 @@ def test_the_fleet_page_escapes_every_label_and_links_only_examined_endpoints() 
     assert hostile not in page and "&lt;script&gt;" in page and "job&amp;" in page and "a&lt;b" in page
     assert page.count("full report") == 1 and 'href="fleet-reports/job___script_alert_x_script-' in page
     assert "<polyline" in page and "not examined" in page
+
+
+def test_a_long_window_is_pulled_in_smaller_batches_so_a_pull_holds_at_most_k_endpoint_2h_windows() -> None:
+    assert examine_batch_size(25, 3600) == 25 and examine_batch_size(25, 7200) == 25
+    assert examine_batch_size(25, 86_400) == 2 and examine_batch_size(25, 7 * 86_400) == 1
+    assert examine_batch_size(1, 60) == 1

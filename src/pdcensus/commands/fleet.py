@@ -77,7 +77,7 @@ def fleet_command(
     max_points: Annotated[int, typer.Option("--max-points", help="Query steps per screen query; a longer window is screened in chunks.")] = 11000,
     recorded: Annotated[bool, typer.Option("--recorded", help="Screen from the series that `pdcensus promql --rules --window 1m` records instead of raw expressions.")] = False,
     concurrency: Annotated[int, typer.Option("--concurrency", help="Queries (screen) and batches (examine) in flight at once.")] = 4,
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Endpoints pulled together when examined.")] = 25,
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Endpoints pulled together when examined (for a window over 2 h, fewer: at most this many endpoint x 2 h per pull).")] = 25,
     screen_only: Annotated[bool, typer.Option("--screen-only", help="Stop after the screen: examine nothing, rank by the screen's estimate.")] = False,
     state: Annotated[Optional[Path], typer.Option("--state", help="Write each finished stage to this JSON file.")] = None,
     resume: Annotated[bool, typer.Option("--resume", help="Start from --state FILE where the last run stopped.")] = False,

@@ -125,6 +125,20 @@ class FleetResult:
         }
 
 
+BATCH_REFERENCE_SECONDS = 7200.0
+
+
+def examine_batch_size(batch_size: int, window_seconds: float) -> int:
+    """Endpoints per raw pull: ``batch_size`` for a window up to 2 h, fewer for longer ones.
+
+    A pull holds every endpoint of its batch over the whole window at once, so its memory grows
+    with endpoints x hours (25 endpoints x 24 h reached 8 GB, BENCHMARKS.md); the batch shrinks so
+    that a pull holds no more than ``batch_size`` endpoints x 2 h.
+    """
+    scaled = int(batch_size * BATCH_REFERENCE_SECONDS // max(window_seconds, BATCH_REFERENCE_SECONDS))
+    return max(1, min(batch_size, scaled))
+
+
 def pick(rows: list[ScreenRow], k: int) -> list[ScreenRow]:
     """Every flagged endpoint, and the ``k`` highest screen scores among the others (in screen-score order).
 
@@ -205,7 +219,7 @@ async def census_fleet_async(
     tasks = [asyncio.create_task(examine_batch(
         base_url, matchers, job, group, start, end, auth=auth, limit=limit, timeout=timeout, html_dir=html_dir,
         transport=CountingTransport(costs["examine"].wire, verify), on_endpoint=finished))
-        for job, group in batches(todo, batch_size)]
+        for job, group in batches(todo, examine_batch_size(batch_size, end - start))]
     try:
         await asyncio.gather(*tasks)
     finally:
