@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 from pdcensus.errors import CensusError, SourceUnreachableError, UsageError
@@ -90,7 +90,7 @@ class _Screen:
         async with self.limit:
             data, warnings = await self.client.call("/api/v1/query", {"query": expr, "time": f"{at:.3f}"}, post=True)
         self.stats.queries += 1
-        partial = any("partial" in w.lower() for w in warnings) or bool(warnings)
+        partial = bool(warnings)  # Thanos partial_response, VictoriaMetrics isPartial: may miss data
         self.stats.warnings.extend(warnings)
         return _vector(data), partial
 
@@ -156,7 +156,7 @@ async def screen_fleet(client: ApiClient, matchers: str, endpoints: list[Discove
     total = len(jobs)
     for _, _, fut in jobs:
         fut.add_done_callback(tick)
-    sums: dict[tuple[str, str], dict[str, float]] = {}
+    sums: dict[tuple[str, str, str], dict[str, float]] = {}
     partial: set[tuple[str, str]] = set()
     errors: dict[str, str] = {}
     for profile_name, key, fut in jobs:
@@ -170,13 +170,13 @@ async def screen_fleet(client: ApiClient, matchers: str, endpoints: list[Discove
             errors.setdefault(profile_name, f"the store refused the screen query {key!r}: {exc}")
             continue
         for endpoint, value in values.items():
-            per = sums.setdefault((profile_name, *endpoint), {})  # type: ignore[arg-type]
+            per = sums.setdefault((profile_name, endpoint[0], endpoint[1]), {})
             per[key] = per.get(key, 0.0) + value
             if was_partial:
                 partial.add(endpoint)
     rows = []
     for e in endpoints:
-        per = sums.get((e.profile, e.job, e.instance), {})  # type: ignore[arg-type]
+        per = sums.get((e.profile, e.job, e.instance), {})
         error = errors.get(e.profile)
         if not e.profile:
             error = "no metric profile matches this endpoint's sample names"
@@ -190,9 +190,9 @@ async def screen_fleet(client: ApiClient, matchers: str, endpoints: list[Discove
     return rows
 
 
-async def _as_summed(pending: asyncio.Future[tuple[list[tuple[tuple[str, str], float]], bool]] | object
+async def _as_summed(pending: Awaitable[tuple[list[tuple[tuple[str, str], float]], bool]]
                      ) -> tuple[dict[tuple[str, str], float], bool]:
-    rows, partial = await pending  # type: ignore[misc]
+    rows, partial = await pending
     return dict(rows), partial
 
 
