@@ -66,6 +66,21 @@ def test_the_examined_set_is_every_flagged_endpoint_and_the_top_k_of_the_others(
     assert {r.instance for r in pick(rows, 0)} == {"restarted"}
 
 
+def test_the_worst_tail_is_examined_even_where_the_total_ranks_two_sharing_endpoints_above_it() -> None:
+    """K places are dealt from each term's ranking, so a term the total underweighs still gets its worst in."""
+    def row(instance: str, running_busy: float, running_tail: float) -> ScreenRow:
+        sums = {"scrapes": 10.0, "running_all": 100.0, "running_clean": 50.0, "decode_clean": 500.0,
+                "running_busy": running_busy, "decode_busy": running_busy * 5,
+                "running_tail": running_tail, "decode_tail": running_tail * 8}
+        return ScreenRow("r", instance, "radiance-1.8", sums)
+
+    rows = [row("sharing-a", 40.0, 0.0), row("sharing-b", 38.0, 0.0), row("tail", 0.0, 30.0), row("quiet", 1.0, 0.0)]
+    assert rows[2].score < rows[1].score < rows[0].score  # the total alone would pick the two sharing ones
+    assert {r.instance for r in pick(rows, 2)} == {"sharing-a", "tail"}
+    assert {r.instance for r in pick(rows, 3)} == {"sharing-a", "tail", "sharing-b"}
+    assert {r.instance for r in pick(rows, 4)} == {"sharing-a", "sharing-b", "tail", "quiet"}
+
+
 def test_the_fleet_page_escapes_every_label_and_links_only_examined_endpoints() -> None:
     hostile = '<script>alert("x")</script>'
     standings = [Standing("job&", hostile, _examined("eviction", ("eviction", 0.4, 0.3, 0.5)), 0.2, (), None),

@@ -140,16 +140,45 @@ def examine_batch_size(batch_size: int, window_seconds: float) -> int:
 
 
 def pick(rows: list[ScreenRow], k: int) -> list[ScreenRow]:
-    """Every flagged endpoint, and the ``k`` highest screen scores among the others (in screen-score order).
+    """Every flagged endpoint, and ``k`` others shared between the screen's rankings (in screen-score order).
 
     The flagged ones are examined whatever their score, so the K places go to endpoints that would
-    not be examined otherwise: the local work is K plus the flagged.
+    not be examined otherwise: the local work is K plus the flagged. The places are dealt in turn
+    from four rankings: the total score, then each term of it alone (the tail after prefill, the
+    lag-0 loss, the preempted share). The screen's terms are not equally well calibrated across
+    mechanisms (on simulated fleets it reads an eviction tail at about 0.27 where the census finds
+    0.43-0.53, and a preemption stall high), so a total alone can leave a whole mechanism's worst
+    endpoints out of K; the worst of each term is always examined.
     """
     def key(r: ScreenRow) -> tuple[float, str, str]:
         return (-r.score if math.isfinite(r.score) else math.inf, r.job, r.instance)
 
+    def by(term: Callable[[ScreenRow], float]) -> list[ScreenRow]:
+        def term_key(r: ScreenRow) -> tuple[float, str, str]:
+            x = term(r)
+            return (-x if math.isfinite(x) else math.inf, r.job, r.instance)
+        # only endpoints where the term shows a loss: a ranking of zeros would deal places by name
+        return sorted((r for r in ordered if not r.flags and term(r) > 0), key=term_key)
+
+    def after(r: ScreenRow) -> float:
+        inflation = r.inflation_loss
+        return max(r.tail_loss, inflation) if math.isfinite(inflation) else r.tail_loss
+
     ordered = sorted(rows, key=key)
-    top = {(r.job, r.instance) for r in [r for r in ordered if not r.flags][:k]}
+    # the total first and last: with every term ranking spent, the rest of K follows the total
+    rankings = [by(lambda r: r.score), by(after), by(lambda r: r.lag0_loss), by(lambda r: r.preemption_share)]
+    everyone = [r for r in ordered if not r.flags]
+    top: set[tuple[str, str]] = set()
+    depth = 0
+    while len(top) < min(k, len(everyone)) and depth < len(everyone):
+        for ranking in rankings:
+            if depth < len(ranking) and len(top) < k:
+                top.add((ranking[depth].job, ranking[depth].instance))
+        depth += 1
+    for r in everyone:  # endpoints no term ranks (no finite loss anywhere), by the total's order
+        if len(top) >= k:
+            break
+        top.add((r.job, r.instance))
     return [r for r in ordered if (r.job, r.instance) in top or r.flags]
 
 
