@@ -11,6 +11,12 @@ and nothing else in the simulator prices a step. A step's time is
 The defaults are calibrated so that a decode-only step of 32 sequences is ~15 ms and a chunk
 step of one checkpoint interval (4,096 tokens) beside them is ~15x that. :func:`scaled` gives
 the perturbed copies the randomized accuracy tests use.
+
+An engine that splits a step into micro-batches (llama.cpp's ``-ub``: ``llama_decode`` runs
+one pass per ``n_ubatch`` tokens, and sampling waits for all of them) pays a pass per
+micro-batch: with ``ubatch_tokens`` > 0 a chunk of ``T`` tokens adds
+``ubatch_seconds x (ceil(T / ubatch_tokens) - 1)`` (the first pass is the step's own). Off
+(0) for radiance's scenarios; the what-if calibration (:mod:`pdcensus.whatif`) sets it.
 """
 
 from __future__ import annotations
@@ -45,6 +51,8 @@ class CostModel:
     miss_seconds_per_expert: float = 0.00025
     snapshot_write_seconds: float = 0.012
     stager_sync_seconds: float = 0.150
+    ubatch_tokens: int = 0  # 0 = the step is one pass
+    ubatch_seconds: float = 0.0  # the cost of each further micro-batch pass
 
     def step_seconds(self, shape: StepShape) -> float:
         """The wall time of one step of this shape."""
@@ -71,6 +79,8 @@ class CostModel:
         if prefill_tokens <= 0:
             return 0.0
         extra = self.per_prefill_token_seconds * prefill_tokens
+        if self.ubatch_tokens > 0:
+            extra += self.ubatch_seconds * (-(-prefill_tokens // self.ubatch_tokens) - 1)
         if below_stager_pass:
             extra += self.stager_sync_seconds
         return extra + self.snapshot_write_seconds * snapshot_writes

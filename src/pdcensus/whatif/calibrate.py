@@ -1,0 +1,228 @@
+"""Calibrate the simulator to a recording: step costs, traffic and batch limits, each with its source.
+
+- **Step costs.** The decode-only step as a function of the batch, ``base + per_row x running``:
+  a decoder-time weighted fit of each idle interval's step (1 / per-stream rate: one token per
+  step) on its running gauge, scaled to the ledger's mean decode-only step where a ledger exists.
+  The prefill cost per token: the ledger's ``(chunk step - decode-only step) / tokens per chunk
+  step`` (radiance 1.8, llama.cpp's derived ledger), else the dose-response's stall per prefill
+  token (:mod:`pdcensus.census.dose`; plain vLLM, SGLang, TGI). Where an engine splits a step into
+  micro-batches (llama.cpp ``-ub``), each further pass is priced at the fitted ``base`` (one pass
+  over the weights, as a decode-only step is) and taken out of the per-token cost.
+- **Traffic** (:mod:`pdcensus.whatif.traffic`): requests and prompt work per block of scrape
+  intervals, from the request count (TTFT or e2e histogram count, or the finished-requests
+  counter) and the census's prefill signal; outputs from the generation work per request.
+- **Batch limits** from argv (the recording's ``cmdline`` or ``--cmdline``); where argv does not
+  say, from the data (the running plateau while requests wait) or an engine default, and the
+  calibration says which.
+
+Everything the twin does not model is said in ``notes`` (prefix-cache hits, several prefills per
+step, KV pressure). The calibration is judged by the calibration error, not by these notes.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pdcensus.census.model import CensusReport
+from pdcensus.census.run import ShapeRead
+from pdcensus.errors import DataError
+from pdcensus.series.profiles import Signal
+from pdcensus.sim.cost_model import CostModel
+from pdcensus.sim.residency import ResidencyParams
+from pdcensus.whatif.knobs import Knob, engine_family, knobs_from_argv, radiance_flags_from_argv
+from pdcensus.whatif.measure import WindowFigures
+from pdcensus.whatif.traffic import Traffic, fit_traffic
+
+# engine defaults used only where argv does not say (each cited where it is read)
+LLAMACPP_DEFAULT_BATCH = 2048  # common/common.h at b11434: n_batch = 2048
+LLAMACPP_DEFAULT_UBATCH = 512  # common/common.h at b11434: n_ubatch = 512
+VLLM_ASSUMED_BATCH_TOKENS = 8192  # the InferenceX runs' config; vLLM's own default depends on the GPU
+UNBOUNDED_SEQS = 1024
+AMPLE_KV_BLOCKS = 4_000_000  # the twin models no KV pressure (see notes)
+MAX_MODEL_LEN = 262144
+MIN_FIT_INTERVALS = 10
+
+
+@dataclass(frozen=True)
+class StepCosts:
+    """The fitted step costs (seconds) and where each came from."""
+
+    decode_step_seconds: float
+    base_seconds: float
+    per_row_seconds: float
+    per_prefill_token_seconds: float
+    ubatch_tokens: int
+    ubatch_seconds: float
+    basis: str
+
+    def cost_model(self, engine: str) -> CostModel:
+        if engine == "radiance":  # keep radiance's expert-miss and stager terms: they are its mechanisms
+            return CostModel(base_seconds=self.base_seconds, per_row_seconds=self.per_row_seconds,
+                             per_prefill_token_seconds=self.per_prefill_token_seconds,
+                             per_context_token_seconds=0.0, snapshot_write_seconds=0.0)
+        return CostModel(base_seconds=self.base_seconds, per_row_seconds=self.per_row_seconds,
+                         per_prefill_token_seconds=self.per_prefill_token_seconds, per_context_token_seconds=0.0,
+                         miss_seconds_per_expert=0.0, snapshot_write_seconds=0.0, stager_sync_seconds=0.0,
+                         ubatch_tokens=self.ubatch_tokens, ubatch_seconds=self.ubatch_seconds)
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The twin of one recording: engine, costs, traffic, flags, and how each was found."""
+
+    engine: str  # knob family: radiance, vllm, llamacpp, sglang, tgi
+    profile: str
+    sim_profile: str  # the metric set the twin's recording is exported as
+    window_seconds: float
+    scrape_interval_seconds: float
+    costs: StepCosts
+    traffic: Traffic
+    flags: dict[str, str]  # the simulator's flags
+    flag_sources: dict[str, str]
+    argv_knobs: dict[Knob, str]
+    observed: WindowFigures
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def residency(self) -> ResidencyParams:
+        return ResidencyParams() if self.engine == "radiance" else ResidencyParams(arena_experts_per_token=0.0)
+
+
+def _decode_fit(read: ShapeRead, idle_threshold: float) -> tuple[float, float, float, int]:
+    """``(base, per_row, mean step, intervals)`` from idle intervals: step = 1 / per-stream on running."""
+    s = read.signals
+    decode, prefill, running = s.decode_tokens_per_second, s.prefill_tokens_per_second, s.gauge(Signal.RUNNING)
+    if decode is None or prefill is None or running is None:
+        raise DataError("cannot calibrate: no decode, prefill or running signal")
+    dt = np.nan_to_num(s.interval_seconds, nan=0.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        per_stream = np.where(running > 0, decode / np.where(running > 0, running, 1.0), np.nan)
+        step = 1.0 / per_stream
+    ok = np.isfinite(step) & (step > 0) & np.isfinite(prefill) & (prefill < idle_threshold) & (running > 0) & (dt > 0)
+    if ok.sum() < 3:  # no idle interval: every interval with decoders
+        ok = np.isfinite(step) & (step > 0) & (running > 0) & (dt > 0)
+    if ok.sum() < 3:
+        raise DataError("cannot calibrate: fewer than 3 intervals with decoders and a decode rate")
+    w = (running * dt)[ok]
+    x, y = running[ok], step[ok]
+    mean_step = float(np.sum(w / np.sum(w) * y))
+    mean_x = float(np.sum(w * x) / np.sum(w))
+    var = float(np.sum(w * (x - mean_x) ** 2) / np.sum(w))
+    slope = 0.0
+    if ok.sum() >= MIN_FIT_INTERVALS and var > 0.25:
+        slope = max(0.0, float(np.sum(w * (x - mean_x) * (y - mean_step)) / np.sum(w) / var))
+    base = mean_step - slope * mean_x
+    if base < 0.1 * mean_step:  # a steep slope from few intervals: keep a floor for the weights' pass
+        base = 0.1 * mean_step
+        slope = (mean_step - base) / mean_x if mean_x > 0 else 0.0
+    return base, slope, mean_step, int(ok.sum())
+
+
+def _tokens_per_chunk_step(read: ShapeRead, prompt_tokens: float) -> float:
+    s = read.signals
+    steps, decode_steps = s.increase(Signal.STEPS), s.increase(Signal.STEPS_DECODE)
+    if steps is None or decode_steps is None:
+        return math.nan
+    chunk_steps = float(np.nansum(steps) - np.nansum(decode_steps))
+    return prompt_tokens / chunk_steps if chunk_steps > 0 else math.nan
+
+
+def fit_step_costs(read: ShapeRead, report: CensusReport, observed: WindowFigures, engine: str,
+                   ubatch_tokens: int, traffic: Traffic) -> StepCosts:
+    """Step costs from the ledger where it exists, else from the dose-response."""
+    base, per_row, mean_step, n = _decode_fit(read, observed.idle_threshold_tokens_per_second)
+    dose = report.verdict.dose_response
+    ledger = report.ledger
+    if ledger.available and math.isfinite(ledger.decode_step_seconds) and ledger.decode_step_seconds > 0:
+        level = ledger.reference_decode_step_seconds if engine == "radiance" and math.isfinite(
+            ledger.reference_decode_step_seconds) else ledger.decode_step_seconds
+        scale = level / mean_step if mean_step > 0 else 1.0
+        base, per_row, mean_step = base * scale, per_row * scale, level
+    per_token, basis = math.nan, ""
+    if dose is not None and math.isfinite(dose.ledger_ms_per_1k_tokens) and dose.ledger_ms_per_1k_tokens > 0:
+        per_token, basis = dose.ledger_ms_per_1k_tokens / 1e6, "ledger: (chunk step - decode-only step) per chunk token"
+    elif dose is not None and dose.available and math.isfinite(dose.stall_ms_per_1k_tokens) \
+            and dose.stall_ms_per_1k_tokens > 0:
+        per_token, basis = dose.stall_ms_per_1k_tokens / 1e6, "dose-response: decoders' stall per prefill token"
+    if not (math.isfinite(per_token) and per_token > 0):
+        why = dose.reason if dose is not None else "no dose-response"
+        raise DataError(f"cannot calibrate the prefill cost: no ledger chunk step and no dose-response fit ({why})")
+    ub_seconds = 0.0
+    if ubatch_tokens > 0:
+        per_chunk = _tokens_per_chunk_step(read, traffic.prompt_tokens_total)
+        if math.isfinite(per_chunk) and per_chunk > 0:
+            passes = math.ceil(per_chunk / ubatch_tokens) - 1
+            ub_seconds = base
+            per_token = max(0.1 * per_token, per_token - ub_seconds * passes / per_chunk)
+            basis += f"; {passes} further micro-batch pass(es) per chunk step priced at the decode-only base"
+    basis = f"decode-only step: fit of 1/per-stream on running over {n} intervals" + \
+        (" scaled to the ledger's mean" if ledger.available else "") + f"; prefill: {basis}"
+    return StepCosts(mean_step, base, per_row, per_token, ubatch_tokens, ub_seconds, basis)
+
+
+def _batch_limit(read: ShapeRead) -> tuple[int, str]:
+    """Where argv does not say: the running plateau while requests wait, else unbounded."""
+    s = read.signals
+    running, waiting = s.gauge(Signal.RUNNING), s.gauge(Signal.WAITING)
+    if running is not None and waiting is not None:
+        queued = np.isfinite(waiting) & (waiting > 0) & np.isfinite(running)
+        if queued.mean() > 0.10:
+            return max(1, int(round(float(np.quantile(running[queued], 0.99))))), \
+                "the running plateau (p99) while requests waited"
+    return UNBOUNDED_SEQS, "not in argv and no queue: unbounded"
+
+
+def sim_flags(engine: str, argv: Sequence[str], read: ShapeRead) -> tuple[dict[str, str], dict[str, str], dict[Knob, str]]:
+    """The simulator's flags for the twin, where each came from, and the engine knobs argv set."""
+    knobs = knobs_from_argv(argv, engine)
+    if engine == "radiance":
+        own = radiance_flags_from_argv(argv)
+        return own, {f: "argv" for f in own}, knobs
+    flags: dict[str, str] = {"--num-gpu-blocks-override": str(AMPLE_KV_BLOCKS), "--max-model-len": str(MAX_MODEL_LEN)}
+    sources = {"--num-gpu-blocks-override": "the twin models no KV pressure", "--max-model-len": "twin default"}
+    if Knob.MAX_NUM_SEQS in knobs:
+        flags["--max-num-seqs"], sources["--max-num-seqs"] = knobs[Knob.MAX_NUM_SEQS], "argv"
+    else:
+        limit, why = _batch_limit(read)
+        flags["--max-num-seqs"], sources["--max-num-seqs"] = str(limit), why
+    if Knob.BATCH_TOKENS in knobs:
+        budget, why = knobs[Knob.BATCH_TOKENS], "argv"
+    elif engine == "llamacpp":
+        budget, why = str(LLAMACPP_DEFAULT_BATCH), "llama.cpp default n_batch (not in argv)"
+    else:
+        budget, why = str(VLLM_ASSUMED_BATCH_TOKENS), "assumed (not in argv; pass --cmdline to be exact)"
+    for flag in ("--max-num-batched-tokens", "--checkpoint-interval", "--busy-prefill-chunk"):
+        flags[flag], sources[flag] = budget, why
+    return flags, sources, knobs
+
+
+def ubatch_of(engine: str, knobs: dict[Knob, str]) -> int:
+    """llama.cpp's micro-batch: ``min(-b, -ub)``; 0 (one pass per step) elsewhere."""
+    if engine != "llamacpp":
+        return 0
+    ub = int(knobs.get(Knob.UBATCH_TOKENS, LLAMACPP_DEFAULT_UBATCH))
+    b = int(knobs.get(Knob.BATCH_TOKENS, LLAMACPP_DEFAULT_BATCH))
+    return min(ub, b)
+
+
+def calibrate(read: ShapeRead, report: CensusReport, observed: WindowFigures, argv: Sequence[str],
+              mean_prompt_tokens: float | None = None) -> Calibration:
+    """The twin of the window ``read``: costs, traffic and flags (raises DataError where it cannot)."""
+    engine = engine_family(read.detection.profile.engine)
+    flags, sources, knobs = sim_flags(engine, argv, read)
+    traffic = fit_traffic(read, mean_prompt_tokens)
+    costs = fit_step_costs(read, report, observed, engine, ubatch_of(engine, knobs), traffic)
+    notes = list(traffic.notes)
+    if engine != "radiance":
+        notes.append("one prefill per step (the twin's engine); several short prompts share a step on "
+                     f"{engine}, so short-prompt TTFT is an upper bound")
+    pre = read.signals.increase(Signal.PREEMPTIONS)
+    if pre is not None and float(np.nansum(pre)) > 0 and engine != "radiance":
+        notes.append(f"{float(np.nansum(pre)):.0f} preemptions in the window: the twin models no KV pressure")
+    sim_profile = "vllm" if engine == "vllm" else "radiance"
+    return Calibration(engine, read.detection.profile.name, sim_profile, traffic.window_seconds,
+                       read.scrape_interval_seconds, costs, traffic, flags, sources, knobs, observed, tuple(notes))

@@ -1,0 +1,128 @@
+"""The figures a what-if compares: one window read the census's way, on fixed bucket edges.
+
+A recording (the observed one, or a simulated one) is read through the census's own shape
+reader and signals (:func:`pdcensus.census.run.read_shape`), so the twin's figures and the
+recording's are measured by the same code. Buckets are the census's (decode by prefill from
+the same scrape, per-stream = decode / running, TTFT and ITL quantiles from the histogram
+increases of the bucket's intervals), but on edges given by the caller: the observed
+recording's, so that "the busy bucket" is the same prefill range before and after a change.
+
+Figures: per-stream decode while prefill is idle and while it runs (the busy buckets pooled),
+their ratio, mean decode and prefill throughput, mean running, and TTFT / ITL quantiles over
+the whole window where the engine exports the histograms (radiance and vLLM do; llama.cpp and
+the InferenceX polls do not: those figures are absent, never invented).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdcensus.census.buckets import BucketAssignment, assign_buckets, bucket_table
+from pdcensus.census.model import BucketRow
+from pdcensus.census.run import ShapeRead, read_shape
+from pdcensus.errors import DataError
+from pdcensus.series.model import Endpoint, Recording
+from pdcensus.series.profiles import Signal, detect_profile
+
+NAN = math.nan
+# the figures in the order reports show them; the first three carry the calibration bound
+FIGURES: tuple[str, ...] = (
+    "per_stream_idle_tokens_per_second", "per_stream_busy_tokens_per_second", "decode_tokens_per_second",
+    "busy_vs_idle", "prefill_tokens_per_second", "running_mean",
+    "ttft_p50_seconds", "ttft_p90_seconds", "ttft_p99_seconds", "itl_p50_seconds", "itl_p99_seconds",
+    "busy_ttft_p50_seconds", "busy_ttft_p90_seconds", "busy_itl_p99_seconds",
+)
+
+
+@dataclass(frozen=True)
+class WindowFigures:
+    """One window's figures (NaN where the recording cannot say) and its bucket table."""
+
+    values: dict[str, float]
+    buckets: tuple[BucketRow, ...]
+    idle_threshold_tokens_per_second: float
+    edges_tokens_per_second: tuple[float, ...]
+    busy_samples: int
+    idle_samples: int
+
+    def get(self, name: str) -> float:
+        return self.values.get(name, NAN)
+
+
+def with_edges(prefill: np.ndarray, edges: tuple[float, ...]) -> BucketAssignment:
+    """The census's bucket assignment on given edges (``edges[0]`` is the idle threshold)."""
+    p = np.asarray(prefill, dtype=np.float64)
+    ok = np.isfinite(p) & (p >= 0)
+    index = np.full(p.size, -1, dtype=np.int64)
+    threshold = edges[0]
+    index[ok & (p < threshold)] = 0
+    busy = ok & (p >= threshold)
+    k = max(1, len(edges) - 1)
+    inner = np.array(edges[1:-1], dtype=np.float64)
+    index[busy] = 1 + np.clip(np.searchsorted(inner, p[busy], side="right"), 0, k - 1)
+    labels = ["idle"] + [f"{_rate(edges[i])}-{_rate(edges[i + 1] if i + 1 < len(edges) else math.inf)} tok/s"
+                         for i in range(k)]
+    return BucketAssignment(index, threshold, tuple(edges), tuple(labels), f"idle = prefill < {threshold:.1f} tok/s")
+
+
+def _rate(x: float) -> str:
+    if not math.isfinite(x):
+        return "inf"
+    return f"{x / 1000:.1f}k" if x >= 1000 else f"{x:.0f}"
+
+
+def choose_endpoint(recording: Recording, instance: str | None = None) -> Endpoint:
+    """The endpoint to read: ``instance``, else the only one with engine metrics."""
+    if instance is not None:
+        return recording.endpoint(instance)
+    source = recording.source or "recording"
+    engines = [ep for ep in recording.endpoints if detect_profile(ep.names()) is not None]
+    if not engines:
+        raise DataError(f"{source}: no engine endpoint in the recording")
+    if len(engines) > 1:
+        raise DataError(f"{source}: {len(engines)} endpoints; choose one with --instance: "
+                        + ", ".join(ep.instance for ep in engines))
+    return engines[0]
+
+
+def read_window(recording: Recording, instance: str | None = None) -> ShapeRead:
+    """The census's read of the recording's analysed shape (the latest)."""
+    return read_shape(choose_endpoint(recording, instance), recording.families, recording.source or "recording")
+
+
+def measure(read: ShapeRead, edges: tuple[float, ...] | None = None) -> WindowFigures:
+    """Figures of one window; ``edges`` None: the census's own edges from this window's data."""
+    s = read.signals
+    if s.decode_tokens_per_second is None or s.prefill_tokens_per_second is None:
+        raise DataError("no decode/prefill signal in the analysed shape: nothing to calibrate on")
+    decode, prefill = s.decode_tokens_per_second, s.prefill_tokens_per_second
+    running = s.gauge(Signal.RUNNING)
+    a = assign_buckets(prefill) if edges is None else with_edges(prefill, edges)
+    ttft, itl = s.histograms.get(Signal.TTFT), s.histograms.get(Signal.ITL)
+    common = {"prefill_name": "prefill", "basis": "", "scrape_interval_seconds": read.scrape_interval_seconds,
+              "ttft": ttft, "itl": itl}
+    table = bucket_table(a, decode, running, **common)  # type: ignore[arg-type]
+    pooled = BucketAssignment(np.where(a.index > 0, 1, a.index), a.idle_threshold, a.edges[:1] + (math.inf,),
+                              ("idle", "busy"), a.idle_rule)
+    two = bucket_table(pooled, decode, running, **common)  # type: ignore[arg-type]
+    whole = BucketAssignment(np.where(a.index >= 0, 0, -1), a.idle_threshold, (math.inf,), ("all",), "")
+    (all_row,) = bucket_table(whole, decode, running, **common).rows  # type: ignore[arg-type]
+    idle_row, busy_row = two.rows
+    values = {
+        "per_stream_idle_tokens_per_second": idle_row.per_stream_tokens_per_second,
+        "per_stream_busy_tokens_per_second": busy_row.per_stream_tokens_per_second,
+        "busy_vs_idle": busy_row.per_stream_vs_idle,
+        "decode_tokens_per_second": float(np.nanmean(decode)) if np.isfinite(decode).any() else NAN,
+        "prefill_tokens_per_second": float(np.nanmean(prefill)) if np.isfinite(prefill).any() else NAN,
+        "running_mean": float(np.nanmean(running)) if running is not None and np.isfinite(running).any() else NAN,
+        "ttft_p50_seconds": all_row.ttft_p50_seconds, "ttft_p90_seconds": all_row.ttft_p90_seconds,
+        "ttft_p99_seconds": all_row.ttft_p99_seconds,
+        "itl_p50_seconds": all_row.itl_p50_seconds, "itl_p99_seconds": all_row.itl_p99_seconds,
+        "busy_ttft_p50_seconds": busy_row.ttft_p50_seconds, "busy_ttft_p90_seconds": busy_row.ttft_p90_seconds,
+        "busy_itl_p99_seconds": busy_row.itl_p99_seconds,
+    }
+    values = {k: (float(v) if v is not None and math.isfinite(v) else NAN) for k, v in values.items()}
+    return WindowFigures(values, table.rows, a.idle_threshold, tuple(a.edges), busy_row.samples, idle_row.samples)

@@ -1,0 +1,183 @@
+"""``what_if``: calibrate the twin, check it against the recording, then simulate the change.
+
+1. The census of the recording (its ledger and dose-response give the step costs) and its
+   figures on its own bucket edges (:mod:`pdcensus.whatif.measure`).
+2. The twin (:mod:`pdcensus.whatif.calibrate`) simulated over the same window, without the
+   change, once per seed; its figures on the recording's edges. The **calibration error** of
+   each figure is the twin's median over seeds against the recording: ``twin / observed - 1``.
+3. If the error of any figure in :data:`BOUNDED` is beyond the bound (default
+   :data:`DEFAULT_BOUND`), no prediction: the twin does not reproduce the recording, so what
+   it says about a change is not evidence. Otherwise the twin runs with the change, same seeds
+   (same traffic draws), and each figure is predicted as the recording's value times the
+   twin's after/before ratio, per seed (the twin's own bias cancels in the ratio); the interval
+   is the range over seeds. Where the recording lacks a figure (no TTFT histogram), the twin's
+   own value is given and marked so.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from pdcensus.census.model import CensusReport
+from pdcensus.census.run import CensusOptions, ShapeRead, census_endpoint, read_shape
+from pdcensus.errors import UsageError
+from pdcensus.series.model import Recording
+from pdcensus.sim.config import Build, EngineConfig, parse_config
+from pdcensus.sim.fitted import trace_workload
+from pdcensus.sim.run import simulate_scenario
+from pdcensus.sim.scenarios import Scenario, Segment
+from pdcensus.whatif.calibrate import Calibration, calibrate
+from pdcensus.whatif.knobs import Knob, KnobSetting, parse_knobs
+from pdcensus.whatif.measure import FIGURES, WindowFigures, choose_endpoint, measure, read_window
+from pdcensus.whatif.model import BOUNDED, BucketPrediction, FigurePrediction, Spread, WhatIfResult
+
+DEFAULT_BOUND = 0.25
+DEFAULT_SEEDS = 4
+
+
+@dataclass(frozen=True)
+class Change:
+    """The change in the twin's terms: simulator flags, micro-batch, load."""
+
+    flags: dict[str, str]
+    ubatch_tokens: int | None
+    load: float
+
+
+def to_change(settings: Sequence[KnobSetting], calibration: Calibration) -> Change:
+    """Map the operator's knobs (engine spelling) onto the twin."""
+    flags: dict[str, str] = {}
+    ubatch: int | None = None
+    load = 1.0
+    batch = calibration.flags.get("--max-num-batched-tokens")
+    for s in settings:
+        if s.knob is Knob.LOAD:
+            load = s.number()
+            if not load > 0:
+                raise UsageError(f"bad value {s.value!r} for load: expected a positive factor")
+        elif s.knob is Knob.SIM_FLAG or s.knob is Knob.MAX_NUM_SEQS:
+            flags[s.spelling if s.knob is Knob.SIM_FLAG else "--max-num-seqs"] = s.value
+        elif s.knob is Knob.BATCH_TOKENS:
+            batch = s.value
+            for flag in ("--max-num-batched-tokens", "--checkpoint-interval", "--busy-prefill-chunk"):
+                flags[flag] = s.value
+        elif s.knob is Knob.UBATCH_TOKENS:
+            ubatch = int(s.number())
+    if calibration.engine == "llamacpp" and (ubatch is not None or "--max-num-batched-tokens" in flags):
+        ub = ubatch if ubatch is not None else calibration.costs.ubatch_tokens
+        ubatch = min(ub, int(batch)) if batch is not None else ub
+    return Change(flags, ubatch, load)
+
+
+def _scenario(calibration: Calibration, seed: int, change: Change | None) -> Scenario:
+    flags = dict(calibration.flags)
+    cost = calibration.costs.cost_model(calibration.engine)
+    load = 1.0
+    if change is not None:
+        flags.update(change.flags)
+        load = change.load
+        if change.ubatch_tokens is not None:
+            cost = replace(cost, ubatch_tokens=change.ubatch_tokens)
+    build = Build.V1_0_13 if calibration.profile == "radiance-1.0.13" else Build.V1_8_3
+    parse_config(flags, EngineConfig(build=build))
+    workload = trace_workload(calibration.traffic.trace(seed, load))
+    return Scenario("whatif", "the twin of a recording", (Segment(1.0, build, flags, workload),),
+                    restart_down_seconds=0.0, cost=cost, residency=calibration.residency)
+
+
+def simulate_twin(calibration: Calibration, seed: int, change: Change | None = None) -> WindowFigures:
+    """One seed of the twin (with ``change`` or without), measured on the recording's edges."""
+    spec = _scenario(calibration, seed, change)
+    result = simulate_scenario(spec, duration_seconds=max(calibration.window_seconds, 1.0), seed=seed,
+                               scrape_interval_seconds=calibration.scrape_interval_seconds,
+                               profile=calibration.sim_profile)
+    return measure(read_window(result.recording), calibration.observed.edges_tokens_per_second)
+
+
+def _spread(values: Sequence[float]) -> Spread:
+    v = np.array([x for x in values if math.isfinite(x)])
+    if not v.size:
+        return Spread(math.nan, math.nan, math.nan)
+    return Spread(float(np.median(v)), float(v.min()), float(v.max()))
+
+
+def calibration_errors(observed: WindowFigures, now: Sequence[WindowFigures]) -> dict[str, float]:
+    """``twin median / observed - 1`` for each figure both have (observed > 0)."""
+    out: dict[str, float] = {}
+    for name in FIGURES:
+        obs, sim = observed.get(name), _spread([w.get(name) for w in now]).median
+        if math.isfinite(obs) and obs > 0 and math.isfinite(sim):
+            out[name] = sim / obs - 1.0
+    return out
+
+
+def _buckets(observed: WindowFigures, now: Sequence[WindowFigures],
+             after: Sequence[WindowFigures]) -> tuple[BucketPrediction, ...]:
+    out = []
+    for i, row in enumerate(observed.buckets):
+        def pick(runs: Sequence[WindowFigures], attr: str) -> Spread:
+            return _spread([getattr(w.buckets[i], attr) for w in runs if i < len(w.buckets)])
+        out.append(BucketPrediction(row.bucket, row.per_stream_tokens_per_second, pick(now, "per_stream_tokens_per_second"),
+                                    pick(after, "per_stream_tokens_per_second"), row.ttft_p90_seconds,
+                                    pick(now, "ttft_p90_seconds"), pick(after, "ttft_p90_seconds"),
+                                    row.itl_p99_seconds, pick(after, "itl_p99_seconds"), pick(now, "samples"),
+                                    pick(after, "samples")))
+    return tuple(out)
+
+
+def predict_figures(observed: WindowFigures, now: Sequence[WindowFigures],
+                    after: Sequence[WindowFigures]) -> tuple[FigurePrediction, ...]:
+    """Per figure: observed, twin before and after, and the prediction (observed x after/before per seed)."""
+    out = []
+    for name in FIGURES:
+        obs = observed.get(name)
+        before = [w.get(name) for w in now]
+        later = [w.get(name) for w in after]
+        if math.isfinite(obs):
+            ratios = [a / b for a, b in zip(later, before) if math.isfinite(a) and math.isfinite(b) and b > 0]
+            predicted, basis = _spread([obs * r for r in ratios]), "observed x twin after/before"
+        else:
+            predicted, basis = _spread(later), "twin only (the recording has no such figure)"
+        out.append(FigurePrediction(name, obs, _spread(before), _spread(later), predicted, basis))
+    return tuple(out)
+
+
+def observe(recording: Recording, instance: str | None) -> tuple[CensusReport, WindowFigures, ShapeRead]:
+    """The recording's census, its figures on its own edges, and the census's read of its window."""
+    endpoint = choose_endpoint(recording, instance)
+    source = recording.source or "recording"
+    read = read_shape(endpoint, recording.families, source)
+    report = census_endpoint(endpoint, recording.families, source, CensusOptions())
+    return report, measure(read), read
+
+
+def what_if(recording: Recording, sets: Sequence[str], *, argv: Sequence[str] = (), instance: str | None = None,
+            seeds: int = DEFAULT_SEEDS, bound: float = DEFAULT_BOUND,
+            mean_prompt_tokens: float | None = None) -> WhatIfResult:
+    """Calibrate, report the calibration error, and predict the change (or refuse beyond ``bound``)."""
+    if seeds < 1:
+        raise UsageError(f"--seeds must be at least 1, got {seeds}")
+    report, observed, read = observe(recording, instance)
+    calibration = calibrate(read, report, observed, argv, mean_prompt_tokens)
+    settings = parse_knobs(sets, calibration.engine)
+    if not settings:
+        raise UsageError("give at least one --set KNOB=VALUE")
+    change = to_change(settings, calibration)
+    _scenario(calibration, 0, change)  # refuses a bad value before any simulation runs
+    now = [simulate_twin(calibration, seed) for seed in range(seeds)]
+    errors = calibration_errors(observed, now)
+    worst = {k: v for k, v in errors.items() if k in BOUNDED and abs(v) > bound}
+    refused = None
+    if worst:
+        refused = ("calibration error beyond the bound of {:.0%}: ".format(bound)
+                   + ", ".join(f"{k} {v:+.0%}" for k, v in worst.items())
+                   + "; the twin does not reproduce this recording, so it predicts nothing about a change")
+    after = [] if refused else [simulate_twin(calibration, seed, change) for seed in range(seeds)]
+    figures = predict_figures(observed, now, after) if not refused else ()
+    buckets = _buckets(observed, now, after) if not refused else ()
+    return WhatIfResult(recording.source or "recording", calibration, tuple(settings), change.flags,
+                        change.ubatch_tokens, change.load, seeds, bound, errors, refused, figures, buckets)

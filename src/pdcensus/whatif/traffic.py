@@ -1,0 +1,205 @@
+"""The recording's traffic, fitted: requests and prompt work per block, drawn again per seed as a trace.
+
+What a recording says about its traffic, per scrape interval: how many requests (the TTFT or
+e2e histogram's count, else the finished-requests counter), how much prefill ran (the census's
+prefill signal: computed tokens, cache hits excluded, spread over when they ran), and how many
+tokens were generated. It does not say each request's length. So per block of intervals (at
+least :data:`BLOCK_SECONDS`, so that a request's arrival and its counted work fall in the same
+block), the block's requests are short prompts of the window's typical size, and whatever prompt
+work exceeds them is long prompts of the window's typical excess: work-conserving, so the twin
+computes the prefill the recording computed, in about the sizes that mattered.
+
+- typical short prompt: the 10th percentile of the intervals' prompt work per request
+  (intervals carrying a long prompt's work sit above it; on the simulator's ``step-time-sharing``
+  scenario this gives 164 tokens for chat prompts of mean ~180);
+- short prompts and outputs are log-normal around their typical size (sigmas
+  :data:`PROMPT_SIGMA`, :data:`OUTPUT_SIGMA`: assumptions, said in the notes);
+- arrivals: uniform inside their block, drawn per seed.
+
+Where the recording counts no request at all (llama.cpp exports no request counter), the caller
+gives the mean prompt size (``--mean-prompt-tokens``): prompts then arrive as the prompt work
+crosses each multiple of it, and the decoders that run throughout are a standing population of
+the median number of generating slots.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from pdcensus.census.run import ShapeRead
+from pdcensus.errors import UsageError
+from pdcensus.series.profiles import Signal
+from pdcensus.sim.fitted import TraceRequest
+
+BLOCK_SECONDS = 30.0
+PROMPT_SIGMA = 0.6
+OUTPUT_SIGMA = 0.5
+SHORT_QUANTILE = 0.10
+LONG_FACTOR = 3.0
+# a prompt starts when the work passes this share of a mean prompt beyond the previous ones' (a
+# prompt a few tokens longer than the mean would otherwise count as two)
+CROSS_TOLERANCE = 0.05  # a block's work per request above this many typical prompts carries long prompt(s)
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Per block: start, end (seconds from the window start), requests and prompt work; typical sizes."""
+
+    window_seconds: float
+    block_starts: tuple[float, ...]
+    block_ends: tuple[float, ...]
+    requests: tuple[float, ...]
+    prompt_tokens: tuple[float, ...]
+    short_prompt_tokens: float
+    long_prompt_tokens: float
+    mean_output_tokens: float
+    request_basis: str
+    standing_decoders: int = 0
+    standing_output_tokens: int = 0
+    prompt_sigma: float = PROMPT_SIGMA
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def prompt_tokens_total(self) -> float:
+        return float(sum(self.prompt_tokens))
+
+    @property
+    def request_rate_per_second(self) -> float:
+        return float(sum(self.requests)) / self.window_seconds if self.window_seconds > 0 else math.nan
+
+    def trace(self, seed: int, load: float = 1.0) -> list[TraceRequest]:
+        """The requests of one seed (``load`` multiplies the request and prompt work of every block)."""
+        rng = random.Random(seed)
+        out: list[TraceRequest] = [TraceRequest(0.0, 16, self.standing_output_tokens, "standing")
+                                   for _ in range(self.standing_decoders)]
+        carry = 0.0
+        for start, end, n, work in zip(self.block_starts, self.block_ends, self.requests, self.prompt_tokens):
+            n, work = n * load, work * load
+            carry += n
+            count = int(math.floor(carry))
+            carry -= count
+            if count <= 0:
+                continue
+            longs = 0
+            excess = work - count * self.short_prompt_tokens
+            if excess > LONG_FACTOR * self.short_prompt_tokens and self.long_prompt_tokens > 0:
+                longs = min(count, max(1, int(round(excess / self.long_prompt_tokens))))
+            shorts = count - longs
+            long_size = (work - shorts * self.short_prompt_tokens) / longs if longs else 0.0
+            for i in range(count):
+                t = rng.uniform(start, end)
+                prompt = int(round(long_size)) if i < longs else _lognormal(rng, self.short_prompt_tokens,
+                                                                            self.prompt_sigma)
+                output = _lognormal(rng, self.mean_output_tokens, OUTPUT_SIGMA)
+                out.append(TraceRequest(t, max(1, prompt), max(1, output), "long" if i < longs else "short"))
+        return out
+
+
+def _lognormal(rng: random.Random, mean: float, sigma: float) -> int:
+    """A log-normal draw with the given mean."""
+    if mean <= 0:
+        return 1
+    return int(round(mean * math.exp(rng.gauss(0.0, sigma) - sigma * sigma / 2)))
+
+
+def _request_counts(read: ShapeRead) -> tuple[np.ndarray | None, str]:
+    s = read.signals
+    for signal, what in ((Signal.TTFT, "TTFT histogram count"), (Signal.E2E, "e2e histogram count")):
+        hist = s.histograms.get(signal)
+        if hist is not None and hist.upper_bounds.size and np.isinf(hist.upper_bounds[-1]):
+            counts = hist.increases[:, -1]
+            if np.nansum(counts) > 0:
+                return np.nan_to_num(counts), what
+    if s.finished_requests is not None and np.nansum(s.finished_requests) > 0:
+        return np.nan_to_num(s.finished_requests), "finished-requests counter"
+    return None, ""
+
+
+def _work(read: ShapeRead, signal: Signal, rate: np.ndarray | None) -> np.ndarray:
+    """Tokens per interval: the counter where rates are same-scrape gauges, else the census's rate x interval."""
+    s = read.signals
+    dt = np.nan_to_num(s.interval_seconds, nan=0.0)
+    counter = s.increase(signal)
+    if not s.rates_from_counters and counter is not None:
+        return np.asarray(np.nan_to_num(counter), dtype=np.float64)
+    if rate is None:
+        return np.zeros_like(dt)
+    return np.asarray(np.nan_to_num(np.asarray(rate, dtype=np.float64) * dt), dtype=np.float64)
+
+
+def _blocks(times: np.ndarray, block_seconds: float) -> list[tuple[int, int]]:
+    """Row ranges ``[i, j)`` of consecutive intervals (interval k ends at row k) spanning >= block_seconds."""
+    out, i = [], 1
+    while i < times.size:
+        j = i
+        while j < times.size and times[j] - times[i - 1] < block_seconds:
+            j += 1
+        j = min(j + 1, times.size)
+        out.append((i, j))
+        i = j
+    return out
+
+
+def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None) -> Traffic:
+    """The window's traffic per block (see the module docstring)."""
+    s = read.signals
+    t = s.times - s.times[0]
+    window = float(t[-1]) if t.size > 1 else 0.0
+    prompt = _work(read, Signal.PROMPT_TOKENS, s.prefill_tokens_per_second)
+    generated = _work(read, Signal.GENERATION_TOKENS, s.decode_tokens_per_second)
+    counts, basis = _request_counts(read)
+    notes = [f"short prompts log-normal (sigma {PROMPT_SIGMA}), outputs log-normal (sigma {OUTPUT_SIGMA}): assumed"]
+    if counts is None:
+        return _without_counts(read, t, prompt, generated, window, mean_prompt_tokens, notes)
+    blocks = _blocks(t, max(BLOCK_SECONDS, read.scrape_interval_seconds))
+    starts = tuple(float(t[i - 1]) for i, _ in blocks)
+    ends = tuple(float(t[j - 1]) for _, j in blocks)
+    n = tuple(float(counts[i:j].sum()) for i, j in blocks)
+    work = tuple(float(prompt[i:j].sum()) for i, j in blocks)
+    # the typical short prompt: a low quantile of each interval's work per request (most intervals
+    # between long prompts carry short ones only); blocks as a fallback
+    sel = (counts >= 1) & (prompt > 0)
+    per_request = prompt[sel] / counts[sel] if sel.any() else np.array([w / k for w, k in zip(work, n) if k >= 1])
+    short = float(np.quantile(per_request, SHORT_QUANTILE)) if per_request.size else 1.0
+    excess = np.array([w - k * short for w, k in zip(work, n) if k >= 1 and w - k * short > LONG_FACTOR * short])
+    long_size = float(np.median(excess)) if excess.size else 0.0
+    total = float(np.sum(n))
+    mean_output = float(np.sum(generated)) / total if total > 0 else 1.0
+    notes.append(f"requests from the {basis}; prompt work from the census's prefill signal")
+    return Traffic(window, starts, ends, n, work, max(1.0, short), long_size, max(1.0, mean_output), basis,
+                   notes=tuple(notes))
+
+
+def _without_counts(read: ShapeRead, t: np.ndarray, prompt: np.ndarray, generated: np.ndarray, window: float,
+                    mean_prompt_tokens: float | None, notes: list[str]) -> Traffic:
+    if mean_prompt_tokens is None or mean_prompt_tokens <= 0:
+        raise UsageError("the recording counts no requests (no TTFT/e2e histogram, no finished-requests "
+                         "counter): give --mean-prompt-tokens N")
+    s = read.signals
+    running = s.gauge(Signal.RUNNING)
+    # decoders that run throughout: the running gauge where no prompt work moved (there it counts decoders only)
+    quiet = np.isfinite(running) & (prompt <= 0) if running is not None else np.zeros(t.size, bool)
+    if running is not None and quiet[1:].sum() < 3:
+        quiet = np.isfinite(running)
+    standing = int(round(float(np.median(running[quiet])))) if running is not None and quiet.any() else 0
+    dt = np.diff(t)
+    # each interval's prompts: the multiples of the mean prompt its cumulative work crosses (its first work)
+    cumulative = np.concatenate([[0.0], np.cumsum(prompt[1:])])
+    starts, ends, n, work = [], [], [], []
+    for k in range(1, t.size):
+        crossed = math.ceil(cumulative[k] / mean_prompt_tokens - CROSS_TOLERANCE) - math.ceil(
+            cumulative[k - 1] / mean_prompt_tokens - CROSS_TOLERANCE)
+        if crossed > 0 and dt[k - 1] > 0:
+            starts.append(float(t[k - 1]))
+            ends.append(float(t[k]))
+            n.append(float(crossed))
+            work.append(float(crossed * mean_prompt_tokens))
+    rate = float(np.sum(generated)) / max(window, 1.0) / max(standing, 1)
+    notes.append(f"no request count: {standing} standing decoder(s) (median running where no prompt ran) and prompts of "
+                 f"--mean-prompt-tokens {mean_prompt_tokens:.0f} arriving as the prompt work reaches each")
+    return Traffic(window, tuple(starts), tuple(ends), tuple(n), tuple(work), float(mean_prompt_tokens), 0.0, 1.0,
+                   "prompt work / --mean-prompt-tokens", standing, int(rate * window * 4) + 64, 0.0, tuple(notes))
