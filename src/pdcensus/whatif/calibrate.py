@@ -145,10 +145,12 @@ def fit_step_costs(read: ShapeRead, report: CensusReport, observed: WindowFigure
     per_token, basis = math.nan, ""
     if dose is not None and math.isfinite(dose.ledger_ms_per_1k_tokens) and dose.ledger_ms_per_1k_tokens > 0:
         per_token, basis = dose.ledger_ms_per_1k_tokens / 1e6, "ledger: (chunk step - decode-only step) per chunk token"
-    elif dose is not None and dose.available and math.isfinite(dose.stall_ms_per_1k_tokens) \
-            and dose.stall_ms_per_1k_tokens > 0:
-        per_token, basis = dose.stall_ms_per_1k_tokens / 1e6, "dose-response: decoders' stall per prefill token"
-    if not (math.isfinite(per_token) and per_token > 0):
+    elif dose is not None and dose.available and math.isfinite(dose.stall_ms_per_1k_tokens):
+        per_token = max(0.0, dose.stall_ms_per_1k_tokens / 1e6)
+        basis = ("dose-response: decoders' stall per prefill token" if per_token > 0 else
+                 f"dose-response: no stall per prefill token ({dose.stall_ms_per_1k_tokens:.3g} ms per 1k tokens): "
+                 "prefill priced at 0, so a chunk knob moves nothing in the twin")
+    if not math.isfinite(per_token):
         why = dose.reason if dose is not None else "no dose-response"
         raise DataError(f"cannot calibrate the prefill cost: no ledger chunk step and no dose-response fit ({why})")
     ub_seconds = 0.0

@@ -31,7 +31,7 @@ NAN = math.nan
 # the figures in the order reports show them; the first three carry the calibration bound
 FIGURES: tuple[str, ...] = (
     "per_stream_idle_tokens_per_second", "per_stream_busy_tokens_per_second", "decode_tokens_per_second",
-    "busy_vs_idle", "prefill_tokens_per_second", "running_mean",
+    "busy_vs_idle", "prefill_tokens_per_second", "running_mean", "waiting_mean",
     "ttft_p50_seconds", "ttft_p90_seconds", "ttft_p99_seconds", "itl_p50_seconds", "itl_p99_seconds",
     "busy_ttft_p50_seconds", "busy_ttft_p90_seconds", "busy_itl_p99_seconds",
 )
@@ -93,6 +93,10 @@ def read_window(recording: Recording, instance: str | None = None) -> ShapeRead:
     return read_shape(choose_endpoint(recording, instance), recording.families, recording.source or "recording")
 
 
+def _mean(x: np.ndarray | None) -> float:
+    return float(np.nanmean(x)) if x is not None and np.isfinite(x).any() else NAN
+
+
 def measure(read: ShapeRead, edges: tuple[float, ...] | None = None) -> WindowFigures:
     """Figures of one window; ``edges`` None: the census's own edges from this window's data."""
     s = read.signals
@@ -117,7 +121,8 @@ def measure(read: ShapeRead, edges: tuple[float, ...] | None = None) -> WindowFi
         "busy_vs_idle": busy_row.per_stream_vs_idle,
         "decode_tokens_per_second": float(np.nanmean(decode)) if np.isfinite(decode).any() else NAN,
         "prefill_tokens_per_second": float(np.nanmean(prefill)) if np.isfinite(prefill).any() else NAN,
-        "running_mean": float(np.nanmean(running)) if running is not None and np.isfinite(running).any() else NAN,
+        "running_mean": _mean(running),
+        "waiting_mean": _mean(s.gauge(Signal.WAITING)),
         "ttft_p50_seconds": all_row.ttft_p50_seconds, "ttft_p90_seconds": all_row.ttft_p90_seconds,
         "ttft_p99_seconds": all_row.ttft_p99_seconds,
         "itl_p50_seconds": all_row.itl_p50_seconds, "itl_p99_seconds": all_row.itl_p99_seconds,

@@ -19,6 +19,7 @@ LABELS = {
     "decode_tokens_per_second": "decode throughput (tok/s)",
     "prefill_tokens_per_second": "prefill throughput (tok/s)",
     "running_mean": "running (mean)",
+    "waiting_mean": "waiting (mean)",
     "ttft_p50_seconds": "TTFT p50 (s)",
     "ttft_p90_seconds": "TTFT p90 (s)",
     "ttft_p99_seconds": "TTFT p99 (s)",

@@ -28,7 +28,7 @@ from pdcensus.errors import UsageError
 from pdcensus.series.model import Recording
 from pdcensus.sim.config import Build, EngineConfig, parse_config
 from pdcensus.sim.fitted import trace_workload
-from pdcensus.sim.run import simulate_scenario
+from pdcensus.sim.run import SimResult, simulate_scenario
 from pdcensus.sim.scenarios import Scenario, Segment
 from pdcensus.whatif.calibrate import Calibration, calibrate
 from pdcensus.whatif.knobs import Knob, KnobSetting, parse_knobs
@@ -89,12 +89,17 @@ def _scenario(calibration: Calibration, seed: int, change: Change | None) -> Sce
                     restart_down_seconds=0.0, cost=cost, residency=calibration.residency)
 
 
+def run_twin(calibration: Calibration, seed: int, change: Change | None = None) -> SimResult:
+    """One seed of the twin over the recording's window, with ``change`` or without."""
+    spec = _scenario(calibration, seed, change)
+    return simulate_scenario(spec, duration_seconds=max(calibration.window_seconds, 1.0), seed=seed,
+                             scrape_interval_seconds=calibration.scrape_interval_seconds,
+                             profile=calibration.sim_profile)
+
+
 def simulate_twin(calibration: Calibration, seed: int, change: Change | None = None) -> WindowFigures:
     """One seed of the twin (with ``change`` or without), measured on the recording's edges."""
-    spec = _scenario(calibration, seed, change)
-    result = simulate_scenario(spec, duration_seconds=max(calibration.window_seconds, 1.0), seed=seed,
-                               scrape_interval_seconds=calibration.scrape_interval_seconds,
-                               profile=calibration.sim_profile)
+    result = run_twin(calibration, seed, change)
     return measure(read_window(result.recording), calibration.observed.edges_tokens_per_second)
 
 
