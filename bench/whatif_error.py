@@ -146,7 +146,8 @@ def vllm_part(twin_seeds: int) -> None:
                                                                           f"load={rate_dst / rate_src:.4f}"])):
             result = what_if(source, sets, argv=argv, seeds=twin_seeds)
             cal = result.calibration_error
-            head = (f"| {src} -> {dst} | {variant} | {pct(cal.get('per_stream_idle_tokens_per_second', math.nan))} / "
+            marked = variant + (" (extrapolated)" if result.warnings else "")
+            head = (f"| {src} -> {dst} | {marked} | {pct(cal.get('per_stream_idle_tokens_per_second', math.nan))} / "
                     f"{pct(cal.get('per_stream_busy_tokens_per_second', math.nan))}")
             if result.refused:
                 print(head + f" | refused: {result.refused} | | | | |")

@@ -45,6 +45,7 @@ UNBOUNDED_SEQS = 1024
 AMPLE_KV_BLOCKS = 4_000_000  # the twin models no KV pressure (see notes)
 MAX_MODEL_LEN = 262144
 MIN_FIT_INTERVALS = 10
+MIN_RUNNING_VARIANCE = 0.25  # running must vary by more than half a sequence (sd) to fit a per-row cost
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,8 @@ class StepCosts:
     ubatch_tokens: int
     ubatch_seconds: float
     basis: str
+    per_row_identified: bool = True  # False: running barely varied, the per-row cost is held at 0
+    running_range: tuple[float, float] = (math.nan, math.nan)  # p5-p95 of the intervals the fit used
 
     def cost_model(self, engine: str) -> CostModel:
         if engine == "radiance":  # keep radiance's expert-miss and stager terms: they are its mechanisms
@@ -92,8 +95,14 @@ class Calibration:
         return ResidencyParams() if self.engine == "radiance" else ResidencyParams(arena_experts_per_token=0.0)
 
 
-def _decode_fit(read: ShapeRead, idle_threshold: float) -> tuple[float, float, float, int]:
-    """``(base, per_row, mean step, intervals)`` from idle intervals: step = 1 / per-stream on running."""
+def _decode_fit(read: ShapeRead, idle_threshold: float) -> tuple[float, float, float, int, bool, tuple[float, float]]:
+    """``(base, per_row, mean step, intervals, per-row identified, running p5-p95)`` from idle intervals.
+
+    Each interval's decode-only step is 1 / per-stream rate (one token per step); the per-row cost
+    is the decoder-time weighted slope on the running gauge, identified only where running varied
+    (variance above :data:`MIN_RUNNING_VARIANCE`); else it is held at 0 and the what-if warns when
+    a change moves the batch outside the range the recording saw.
+    """
     s = read.signals
     decode, prefill, running = s.decode_tokens_per_second, s.prefill_tokens_per_second, s.gauge(Signal.RUNNING)
     if decode is None or prefill is None or running is None:
@@ -113,13 +122,15 @@ def _decode_fit(read: ShapeRead, idle_threshold: float) -> tuple[float, float, f
     mean_x = float(np.sum(w * x) / np.sum(w))
     var = float(np.sum(w * (x - mean_x) ** 2) / np.sum(w))
     slope = 0.0
-    if ok.sum() >= MIN_FIT_INTERVALS and var > 0.25:
+    identified = bool(ok.sum() >= MIN_FIT_INTERVALS and var > MIN_RUNNING_VARIANCE)
+    if identified:
         slope = max(0.0, float(np.sum(w * (x - mean_x) * (y - mean_step)) / np.sum(w) / var))
     base = mean_step - slope * mean_x
     if base < 0.1 * mean_step:  # a steep slope from few intervals: keep a floor for the weights' pass
         base = 0.1 * mean_step
         slope = (mean_step - base) / mean_x if mean_x > 0 else 0.0
-    return base, slope, mean_step, int(ok.sum())
+    spread = (float(np.quantile(x, 0.05)), float(np.quantile(x, 0.95)))
+    return base, slope, mean_step, int(ok.sum()), identified, spread
 
 
 def _tokens_per_chunk_step(read: ShapeRead, prompt_tokens: float) -> float:
@@ -134,7 +145,7 @@ def _tokens_per_chunk_step(read: ShapeRead, prompt_tokens: float) -> float:
 def fit_step_costs(read: ShapeRead, report: CensusReport, observed: WindowFigures, engine: str,
                    ubatch_tokens: int, traffic: Traffic) -> StepCosts:
     """Step costs from the ledger where it exists, else from the dose-response."""
-    base, per_row, mean_step, n = _decode_fit(read, observed.idle_threshold_tokens_per_second)
+    base, per_row, mean_step, n, identified, spread = _decode_fit(read, observed.idle_threshold_tokens_per_second)
     dose = report.verdict.dose_response
     ledger = report.ledger
     if ledger.available and math.isfinite(ledger.decode_step_seconds) and ledger.decode_step_seconds > 0:
@@ -163,7 +174,7 @@ def fit_step_costs(read: ShapeRead, report: CensusReport, observed: WindowFigure
             basis += f"; {passes} further micro-batch pass(es) per chunk step priced at the decode-only base"
     basis = f"decode-only step: fit of 1/per-stream on running over {n} intervals" + \
         (" scaled to the ledger's mean" if ledger.available else "") + f"; prefill: {basis}"
-    return StepCosts(mean_step, base, per_row, per_token, ubatch_tokens, ub_seconds, basis)
+    return StepCosts(mean_step, base, per_row, per_token, ubatch_tokens, ub_seconds, basis, identified, spread)
 
 
 def _batch_limit(read: ShapeRead) -> tuple[int, str]:

@@ -81,6 +81,7 @@ class WhatIfResult:
     refused: str | None
     figures: tuple[FigurePrediction, ...]
     buckets: tuple[BucketPrediction, ...]
+    warnings: tuple[str, ...] = ()
 
     def figure(self, name: str) -> FigurePrediction | None:
         return next((f for f in self.figures if f.name == name), None)
@@ -115,6 +116,7 @@ class WhatIfResult:
             "bound": self.bound,
             "bounded_figures": list(BOUNDED),
             "refused": self.refused,
+            "warnings": list(self.warnings),
             "change": {
                 "set": {s.spelling: s.value for s in self.settings},
                 "twin_flags": dict(self.sim_flags),

@@ -69,6 +69,8 @@ def render(result: WhatIfResult, console: Console) -> None:
     if result.refused:
         console.print(f"[bold]no prediction[/bold]: {result.refused}")
         return
+    for warning in result.warnings:
+        console.print(f"[bold]warning[/bold]: {warning}")
     change = ", ".join(f"{s.spelling}={s.value}" for s in result.settings)
     pred = Table(title=f"predicted with {change} (median over seeds, \\[range])")
     for col in ("figure", "observed", "predicted", "change", "basis"):

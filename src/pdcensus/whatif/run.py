@@ -37,6 +37,8 @@ from pdcensus.whatif.model import BOUNDED, BucketPrediction, FigurePrediction, S
 
 DEFAULT_BOUND = 0.25
 DEFAULT_SEEDS = 4
+# a change's mean batch outside [low x p5, high x p95] of the recording's running is an extrapolation
+EXTRAPOLATION_LOW, EXTRAPOLATION_HIGH = 0.8, 1.25
 
 
 @dataclass(frozen=True)
@@ -185,4 +187,19 @@ def what_if(recording: Recording, sets: Sequence[str], *, argv: Sequence[str] = 
     figures = predict_figures(observed, now, after) if not refused else ()
     buckets = _buckets(observed, now, after) if not refused else ()
     return WhatIfResult(recording.source or "recording", calibration, tuple(settings), change.flags,
-                        change.ubatch_tokens, change.load, seeds, bound, errors, refused, figures, buckets)
+                        change.ubatch_tokens, change.load, seeds, bound, errors, refused, figures, buckets,
+                        extrapolation_warnings(calibration, after))
+
+
+def extrapolation_warnings(calibration: Calibration, after: Sequence[WindowFigures]) -> tuple[str, ...]:
+    """Where the change takes the batch outside what the recording showed and the per-row cost is unknown."""
+    costs = calibration.costs
+    running = _spread([w.get("running_mean") for w in after]).median
+    low, high = costs.running_range
+    if costs.per_row_identified or not (math.isfinite(running) and math.isfinite(low)):
+        return ()
+    if EXTRAPOLATION_LOW * low <= running <= EXTRAPOLATION_HIGH * high:
+        return ()
+    return (f"extrapolated: the change runs about {running:.0f} sequences, the recording {low:.0f}-{high:.0f}; "
+            "running barely varied there, so how a step grows with the batch is unknown (held flat): "
+            "the per-stream decode and ITL predicted here leave out the batch's own cost",)
