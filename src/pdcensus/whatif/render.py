@@ -31,6 +31,25 @@ LABELS = {
 }
 
 
+SHORT = {
+    "per_stream_idle_tokens_per_second": "per-stream decode idle",
+    "per_stream_busy_tokens_per_second": "busy",
+    "decode_tokens_per_second": "decode throughput",
+    "busy_vs_idle": "busy/idle",
+    "prefill_tokens_per_second": "prefill throughput",
+    "running_mean": "running",
+    "waiting_mean": "waiting",
+    "ttft_p50_seconds": "TTFT p50",
+    "ttft_p90_seconds": "TTFT p90",
+    "ttft_p99_seconds": "TTFT p99",
+    "itl_p50_seconds": "ITL p50",
+    "itl_p99_seconds": "ITL p99",
+    "busy_ttft_p50_seconds": "busy TTFT p50",
+    "busy_ttft_p90_seconds": "busy TTFT p90",
+    "busy_itl_p99_seconds": "busy ITL p99",
+}
+
+
 def _num(x: float) -> str:
     if not math.isfinite(x):
         return "-"
@@ -58,14 +77,14 @@ def render(result: WhatIfResult, console: Console) -> None:
     console.print("twin flags: " + " ".join(f"{f} {v}" for f, v in c.flags.items()))
     for note in c.notes:
         console.print(f"  note: {note}")
-    table = Table(title=f"calibration error on the recording (bound {result.bound:.0%} on the starred rows)")
-    for col in ("figure", "observed", "twin, no change", "error"):
-        table.add_column(col, justify="left" if col == "figure" else "right")
-    for name, err in result.calibration_error.items():
-        observed = c.observed.get(name)
-        table.add_row(LABELS.get(name, name) + (" *" if name in BOUNDED else ""), _num(observed),
-                      _num(observed * (1 + err)), f"{err:+.0%}")
-    console.print(table)
+    console.print(f"calibration error on the recording (the twin without the change, median of {result.seeds} "
+                  f"seed(s); the starred ones must be within {result.bound:.0%}):")
+    errors = result.calibration_error
+    starred = [f"{SHORT[k]} {errors[k]:+.0%} *" for k in BOUNDED if k in errors]
+    others = [f"{SHORT[k]} {v:+.0%}" for k, v in errors.items() if k not in BOUNDED]
+    console.print("  " + ", ".join(starred))
+    if others:
+        console.print("  " + ", ".join(others))
     if result.refused:
         console.print(f"[bold]no prediction[/bold]: {result.refused}")
         return
@@ -73,15 +92,15 @@ def render(result: WhatIfResult, console: Console) -> None:
         console.print(f"[bold]warning[/bold]: {warning}")
     change = ", ".join(f"{s.spelling}={s.value}" for s in result.settings)
     pred = Table(title=f"predicted with {change} (median over seeds, \\[range])")
-    for col in ("figure", "observed", "predicted", "change", "basis"):
-        pred.add_column(col, justify="left" if col in ("figure", "basis") else "right")
+    for col in ("figure", "observed", "predicted", "change"):
+        pred.add_column(col, justify="left" if col == "figure" else "right")
     for f in result.figures:
         if not math.isfinite(f.predicted.median):
             continue
-        pred.add_row(LABELS.get(f.name, f.name), _num(f.observed),
+        twin_only = not math.isfinite(f.observed)  # the recording has no such figure: the twin's own value
+        pred.add_row(LABELS.get(f.name, f.name), "(none)" if twin_only else _num(f.observed),
                      f"{_num(f.predicted.median)} [{_num(f.predicted.low)}, {_num(f.predicted.high)}]",
-                     f"x{f.change:.2f}" if math.isfinite(f.change) else "-",
-                     "twin only" if not math.isfinite(f.observed) else "")
+                     ("twin " if twin_only else "") + (f"x{f.change:.2f}" if math.isfinite(f.change) else "-"))
     console.print(pred)
     buckets = Table(title="per-stream decode by prefill bucket (the recording's edges)")
     for col in ("bucket", "observed", "twin before", "twin after"):
