@@ -81,6 +81,7 @@ def sim_part(duration: float, record_seeds: list[int], twin_seeds: int) -> None:
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     summary: dict[str, list[float]] = {f: [] for f in SIM_FIGURES}
     baseline: dict[str, list[float]] = {f: [] for f in SIM_FIGURES}
+    per_knob: dict[str, dict[str, list[float]]] = {}
     for scenario, profile, knob in SIM_PAIRS:
         for seed in record_seeds:
             observed_run = simulate(scenario, duration_seconds=duration, seed=seed, profile=profile)
@@ -102,8 +103,14 @@ def sim_part(duration: float, record_seeds: list[int], twin_seeds: int) -> None:
                 if math.isfinite(err):
                     summary[name].append(abs(err))
                     baseline[name].append(abs(base))
+                    per_knob.setdefault(f"{scenario} ({profile}) `{knob}`", {}).setdefault(name, []).append(err)
                 print(f"{head} | {name} | {num(f.observed)} | {num(f.predicted.median)} [{num(f.predicted.low)}, "
                       f"{num(f.predicted.high)}] | {num(t)} | {pct(err)} | {covers} | {pct(base)} |")
+    print()
+    print("| knob | " + " | ".join(f"{n}: error per seed" for n in SIM_FIGURES) + " |")
+    print("|---|" + "---|" * len(SIM_FIGURES))
+    for knob, errs in per_knob.items():
+        print(f"| {knob} | " + " | ".join(", ".join(pct(e) for e in errs.get(n, [])) for n in SIM_FIGURES) + " |")
     print()
     print("| figure | median abs error, prediction | median abs error, no change | worst prediction error |")
     print("|---|---|---|---|")

@@ -192,14 +192,16 @@ def what_if(recording: Recording, sets: Sequence[str], *, argv: Sequence[str] = 
 
 
 def extrapolation_warnings(calibration: Calibration, after: Sequence[WindowFigures]) -> tuple[str, ...]:
-    """Where the change takes the batch outside what the recording showed and the per-row cost is unknown."""
+    """Where the change takes the batch outside the running range the step costs were fitted over."""
     costs = calibration.costs
     running = _spread([w.get("running_mean") for w in after]).median
     low, high = costs.running_range
-    if costs.per_row_identified or not (math.isfinite(running) and math.isfinite(low)):
+    if not (math.isfinite(running) and math.isfinite(low)):
         return ()
     if EXTRAPOLATION_LOW * low <= running <= EXTRAPOLATION_HIGH * high:
         return ()
+    how = ("running barely varied there, so how a step grows with the batch is unknown (held flat)"
+           if not costs.per_row_identified else
+           f"the per-row cost ({costs.per_row_seconds * 1e6:.3g} us) was fitted over that range only")
     return (f"extrapolated: the change runs about {running:.0f} sequences, the recording {low:.0f}-{high:.0f}; "
-            "running barely varied there, so how a step grows with the batch is unknown (held flat): "
-            "the per-stream decode and ITL predicted here leave out the batch's own cost",)
+            f"{how}: the per-stream decode and ITL predicted here may leave out the batch's own cost",)
