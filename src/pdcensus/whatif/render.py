@@ -31,23 +31,19 @@ LABELS = {
 }
 
 
-SHORT = {
-    "per_stream_idle_tokens_per_second": "per-stream decode idle",
-    "per_stream_busy_tokens_per_second": "busy",
-    "decode_tokens_per_second": "decode throughput",
-    "busy_vs_idle": "busy/idle",
-    "prefill_tokens_per_second": "prefill throughput",
-    "running_mean": "running",
-    "waiting_mean": "waiting",
-    "ttft_p50_seconds": "TTFT p50",
-    "ttft_p90_seconds": "TTFT p90",
-    "ttft_p99_seconds": "TTFT p99",
-    "itl_p50_seconds": "ITL p50",
-    "itl_p99_seconds": "ITL p99",
-    "busy_ttft_p50_seconds": "busy TTFT p50",
-    "busy_ttft_p90_seconds": "busy TTFT p90",
-    "busy_itl_p99_seconds": "busy ITL p99",
-}
+
+
+# the calibration error, a few figures a line so that a 100-column terminal does not wrap them
+ERROR_LINES: tuple[tuple[tuple[str, str], ...], ...] = (
+    (("per_stream_idle_tokens_per_second", "per-stream idle"), ("per_stream_busy_tokens_per_second", "busy"),
+     ("decode_tokens_per_second", "decode throughput")),
+    (("busy_vs_idle", "busy/idle"), ("prefill_tokens_per_second", "prefill throughput"), ("running_mean", "running"),
+     ("waiting_mean", "waiting")),
+    (("ttft_p50_seconds", "TTFT p50"), ("ttft_p90_seconds", "p90"), ("ttft_p99_seconds", "p99"),
+     ("itl_p50_seconds", "ITL p50"), ("itl_p99_seconds", "p99")),
+    (("busy_ttft_p50_seconds", "while prefill runs: TTFT p50"), ("busy_ttft_p90_seconds", "p90"),
+     ("busy_itl_p99_seconds", "ITL p99")),
+)
 
 
 def _num(x: float) -> str:
@@ -61,30 +57,30 @@ def _num(x: float) -> str:
 def render(result: WhatIfResult, console: Console) -> None:
     """Calibration, its error, then the prediction (or why there is none)."""
     c = result.calibration
-    console.print(f"[bold]what-if[/bold] {result.source}: {c.engine} ({c.profile}), window {c.window_seconds:.0f} s, "
-                  f"scrape {c.scrape_interval_seconds:g} s; twin over {result.seeds} seed(s)")
+    console.print(f"[bold]what-if[/bold] {result.source}: {c.profile}, {c.window_seconds:.0f} s at "
+                  f"{c.scrape_interval_seconds:g} s scrapes; twin over {result.seeds} seed(s)")
     k = c.costs
-    console.print(f"step costs: decode-only {k.decode_step_seconds * 1000:.3g} ms (base {k.base_seconds * 1000:.3g} ms "
-                  f"+ {k.per_row_seconds * 1e6:.3g} us/row), prefill {k.per_prefill_token_seconds * 1e6:.3g} us/token"
-                  + (f", micro-batch {k.ubatch_tokens} tokens at {k.ubatch_seconds * 1000:.3g} ms/pass"
-                     if k.ubatch_tokens else ""))
-    console.print(f"  from {k.basis}")
+    prefill_from = k.basis.split("prefill: ")[-1].split(":")[0]
+    console.print(f"step costs: decode-only {k.decode_step_seconds * 1000:.3g} ms = {k.base_seconds * 1000:.3g} ms "
+                  f"+ {k.per_row_seconds * 1e6:.3g} us/row; prefill {k.per_prefill_token_seconds * 1e6:.3g} us/token "
+                  f"({prefill_from})" + (f"; {k.ubatch_tokens}-token micro-batch pass {k.ubatch_seconds * 1000:.3g} ms"
+                                         if k.ubatch_tokens else ""))
     t = c.traffic
-    console.print(f"traffic: {t.request_rate_per_second:.3g} req/s ({t.request_basis}), short prompts "
-                  f"~{t.short_prompt_tokens:.0f} tok, long ~{t.long_prompt_tokens:.0f} tok, outputs "
-                  f"~{t.mean_output_tokens:.0f} tok" + (f", {t.standing_decoders} standing decoder(s)"
-                                                        if t.standing_decoders else ""))
+    console.print(f"traffic: {t.request_rate_per_second:.3g} req/s ({t.request_basis}); prompts ~"
+                  f"{t.short_prompt_tokens:,.0f} tok" + (f", long ~{t.long_prompt_tokens:,.0f} tok"
+                                                        if t.long_prompt_tokens else "")
+                  + f"; outputs ~{t.mean_output_tokens:,.0f} tok"
+                  + (f"; {t.standing_decoders} standing decoder(s)" if t.standing_decoders else ""))
     console.print("twin flags: " + " ".join(f"{f} {v}" for f, v in c.flags.items()))
     for note in c.notes:
         console.print(f"  note: {note}")
-    console.print(f"calibration error on the recording (the twin without the change, median of {result.seeds} "
-                  f"seed(s); the starred ones must be within {result.bound:.0%}):")
+    console.print(f"calibration error, twin without the change vs the recording (* over {result.bound:.0%}: "
+                  "no prediction):")
     errors = result.calibration_error
-    starred = [f"{SHORT[k]} {errors[k]:+.0%} *" for k in BOUNDED if k in errors]
-    others = [f"{SHORT[k]} {v:+.0%}" for k, v in errors.items() if k not in BOUNDED]
-    console.print("  " + ", ".join(starred))
-    if others:
-        console.print("  " + ", ".join(others))
+    for group in ERROR_LINES:
+        items = [f"{label} {errors[k]:+.0%}" + (" *" if k in BOUNDED else "") for k, label in group if k in errors]
+        if items:
+            console.print("  " + ", ".join(items))
     if result.refused:
         console.print(f"[bold]no prediction[/bold]: {result.refused}")
         return
