@@ -198,7 +198,8 @@ def llamacpp_part(folder: Path, twin_seeds: int) -> None:
     print("|---|---|---|---|---|---|---|---|")
     before = [run_twin(calibration, s) for s in range(twin_seeds)]
     edges = calibration.observed.edges_tokens_per_second
-    errors = calibration_errors(observed, [measure(read_window(r.recording), edges) for r in before])
+    errors = calibration_errors(observed, [measure(read_window(r.recording), edges, decoders_only=True)
+                                           for r in before])
     cal = " / ".join(pct(errors.get(k, math.nan)) for k in ("per_stream_idle_tokens_per_second",
                                                             "per_stream_busy_tokens_per_second"))
     for arm, sets in (("ub128", ["-ub=128"]), ("b64", ["-b=64"])):
@@ -207,8 +208,10 @@ def llamacpp_part(folder: Path, twin_seeds: int) -> None:
         truth = json.loads((folder / arm / "truth.json").read_text())
         change = to_change(parse_knobs(sets, calibration.engine), calibration)
         after = [run_twin(calibration, s, change) for s in range(twin_seeds)]
-        busy = [measure(read_window(r.recording), edges).get("per_stream_busy_tokens_per_second") for r in after]
-        busy0 = [measure(read_window(r.recording), edges).get("per_stream_busy_tokens_per_second") for r in before]
+        busy = [measure(read_window(r.recording), edges, decoders_only=True).get("per_stream_busy_tokens_per_second")
+                for r in after]
+        busy0 = [measure(read_window(r.recording), edges, decoders_only=True).get("per_stream_busy_tokens_per_second")
+                 for r in before]
         ratio = statistics.median(a / b for a, b in zip(busy, busy0))
         pred_stream = truth_base["during"]["per_stream_tokens_per_second"] * ratio
         meas_stream = truth["during"]["per_stream_tokens_per_second"]

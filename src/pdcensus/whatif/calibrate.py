@@ -91,6 +91,11 @@ class Calibration:
     notes: tuple[str, ...] = field(default=())
 
     @property
+    def running_counts_decoders_only(self) -> bool:
+        """llama.cpp's census counts generating slots; the twin's running gauge also counts the prefilling one."""
+        return self.engine == "llamacpp"
+
+    @property
     def residency(self) -> ResidencyParams:
         return ResidencyParams() if self.engine == "radiance" else ResidencyParams(arena_experts_per_token=0.0)
 

@@ -102,7 +102,8 @@ def run_twin(calibration: Calibration, seed: int, change: Change | None = None) 
 def simulate_twin(calibration: Calibration, seed: int, change: Change | None = None) -> WindowFigures:
     """One seed of the twin (with ``change`` or without), measured on the recording's edges."""
     result = run_twin(calibration, seed, change)
-    return measure(read_window(result.recording), calibration.observed.edges_tokens_per_second)
+    return measure(read_window(result.recording), calibration.observed.edges_tokens_per_second,
+                   decoders_only=calibration.running_counts_decoders_only)
 
 
 def _spread(values: Sequence[float]) -> Spread:
