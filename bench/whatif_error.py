@@ -40,7 +40,7 @@ from pdcensus.sim.run import simulate, simulate_scenario
 from pdcensus.sim.scenarios import get_scenario
 from pdcensus.sources.load import load_source
 from pdcensus.whatif.measure import measure, read_window
-from pdcensus.whatif.run import calibration_errors, observe, run_twin, to_change, what_if
+from pdcensus.whatif.run import calibration_errors, completed_tokens, observe, run_twin, to_change, twin_figures, what_if
 from pdcensus.whatif.calibrate import calibrate
 from pdcensus.whatif.knobs import parse_knobs
 
@@ -188,7 +188,8 @@ def llamacpp_part(folder: Path, twin_seeds: int) -> None:
     recording = load_source(base / "metrics.om")
     argv = [a for a in (base / "cmdline").read_text().split("\0") if a]
     report, observed, read = observe(recording, None)
-    calibration = calibrate(read, report, observed, argv, float(plan["prompt_tokens"]))
+    calibration = calibrate(read, report, observed, argv, float(plan["prompt_tokens"]),
+                            completed_tokens(recording, read, None))
     print(f"calibrated on {base}: decode-only {calibration.costs.decode_step_seconds:.3f} s, prefill "
           f"{calibration.costs.per_prefill_token_seconds * 1000:.2f} ms/token, micro-batch pass "
           f"{calibration.costs.ubatch_seconds:.3f} s; {calibration.traffic.standing_decoders} standing decoders")
@@ -198,8 +199,7 @@ def llamacpp_part(folder: Path, twin_seeds: int) -> None:
     print("|---|---|---|---|---|---|---|---|")
     before = [run_twin(calibration, s) for s in range(twin_seeds)]
     edges = calibration.observed.edges_tokens_per_second
-    errors = calibration_errors(observed, [measure(read_window(r.recording), edges, decoders_only=True)
-                                           for r in before])
+    errors = calibration_errors(observed, [twin_figures(calibration, r) for r in before])
     cal = " / ".join(pct(errors.get(k, math.nan)) for k in ("per_stream_idle_tokens_per_second",
                                                             "per_stream_busy_tokens_per_second"))
     for arm, sets in (("ub128", ["-ub=128"]), ("b64", ["-b=64"])):
@@ -208,10 +208,8 @@ def llamacpp_part(folder: Path, twin_seeds: int) -> None:
         truth = json.loads((folder / arm / "truth.json").read_text())
         change = to_change(parse_knobs(sets, calibration.engine), calibration)
         after = [run_twin(calibration, s, change) for s in range(twin_seeds)]
-        busy = [measure(read_window(r.recording), edges, decoders_only=True).get("per_stream_busy_tokens_per_second")
-                for r in after]
-        busy0 = [measure(read_window(r.recording), edges, decoders_only=True).get("per_stream_busy_tokens_per_second")
-                 for r in before]
+        busy = [twin_figures(calibration, r).get("per_stream_busy_tokens_per_second") for r in after]
+        busy0 = [twin_figures(calibration, r).get("per_stream_busy_tokens_per_second") for r in before]
         ratio = statistics.median(a / b for a, b in zip(busy, busy0))
         pred_stream = truth_base["during"]["per_stream_tokens_per_second"] * ratio
         meas_stream = truth["during"]["per_stream_tokens_per_second"]

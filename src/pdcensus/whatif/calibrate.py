@@ -91,11 +91,6 @@ class Calibration:
     notes: tuple[str, ...] = field(default=())
 
     @property
-    def running_counts_decoders_only(self) -> bool:
-        """llama.cpp's census counts generating slots; the twin's running gauge also counts the prefilling one."""
-        return self.engine == "llamacpp"
-
-    @property
     def residency(self) -> ResidencyParams:
         return ResidencyParams() if self.engine == "radiance" else ResidencyParams(arena_experts_per_token=0.0)
 
@@ -228,11 +223,11 @@ def ubatch_of(engine: str, knobs: dict[Knob, str]) -> int:
 
 
 def calibrate(read: ShapeRead, report: CensusReport, observed: WindowFigures, argv: Sequence[str],
-              mean_prompt_tokens: float | None = None) -> Calibration:
+              mean_prompt_tokens: float | None = None, completed_tokens: np.ndarray | None = None) -> Calibration:
     """The twin of the window ``read``: costs, traffic and flags (raises DataError where it cannot)."""
     engine = engine_family(read.detection.profile.engine)
     flags, sources, knobs = sim_flags(engine, argv, read)
-    traffic = fit_traffic(read, mean_prompt_tokens)
+    traffic = fit_traffic(read, mean_prompt_tokens, completed_tokens)
     costs = fit_step_costs(read, report, observed, engine, ubatch_of(engine, knobs), traffic)
     notes = list(traffic.notes)
     if engine != "radiance":

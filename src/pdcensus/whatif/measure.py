@@ -97,22 +97,14 @@ def _mean(x: np.ndarray | None) -> float:
     return float(np.nanmean(x)) if x is not None and np.isfinite(x).any() else NAN
 
 
-def measure(read: ShapeRead, edges: tuple[float, ...] | None = None, *, decoders_only: bool = False) -> WindowFigures:
-    """Figures of one window; ``edges`` None: the census's own edges from this window's data.
-
-    ``decoders_only``: per-stream rates over the decoding sequences alone, the prefilling one left
-    out of the running gauge where prefill runs at the scrape. The twin's running gauge counts the
-    sequence in prefill (as radiance and vLLM do); llama.cpp's census counts generating slots only,
-    so a twin of a llama.cpp recording is read this way to be compared with it.
-    """
+def measure(read: ShapeRead, edges: tuple[float, ...] | None = None) -> WindowFigures:
+    """Figures of one window; ``edges`` None: the census's own edges from this window's data."""
     s = read.signals
     if s.decode_tokens_per_second is None or s.prefill_tokens_per_second is None:
         raise DataError("no decode/prefill signal in the analysed shape: nothing to calibrate on")
     decode, prefill = s.decode_tokens_per_second, s.prefill_tokens_per_second
     running = s.gauge(Signal.RUNNING)
     a = assign_buckets(prefill) if edges is None else with_edges(prefill, edges)
-    if decoders_only and running is not None:
-        running = np.where(a.busy & (running >= 1), running - 1, running)
     ttft, itl = s.histograms.get(Signal.TTFT), s.histograms.get(Signal.ITL)
     common = {"prefill_name": "prefill", "basis": "", "scrape_interval_seconds": read.scrape_interval_seconds,
               "ttft": ttft, "itl": itl}

@@ -32,6 +32,10 @@ from pdcensus.sim.run import SimResult, simulate_scenario
 from pdcensus.sim.scenarios import Scenario, Segment
 from pdcensus.whatif.calibrate import Calibration, calibrate
 from pdcensus.whatif.knobs import Knob, KnobSetting, parse_knobs
+from pdcensus.whatif.llamacpp_view import as_llamacpp
+from pdcensus.series.llamacpp import increases
+
+TOKENS_PREDICTED = "llamacpp:tokens_predicted_total"
 from pdcensus.whatif.measure import FIGURES, WindowFigures, choose_endpoint, measure, read_window
 from pdcensus.whatif.model import BOUNDED, BucketPrediction, FigurePrediction, Spread, WhatIfResult
 
@@ -101,9 +105,13 @@ def run_twin(calibration: Calibration, seed: int, change: Change | None = None) 
 
 def simulate_twin(calibration: Calibration, seed: int, change: Change | None = None) -> WindowFigures:
     """One seed of the twin (with ``change`` or without), measured on the recording's edges."""
-    result = run_twin(calibration, seed, change)
-    return measure(read_window(result.recording), calibration.observed.edges_tokens_per_second,
-                   decoders_only=calibration.running_counts_decoders_only)
+    return twin_figures(calibration, run_twin(calibration, seed, change))
+
+
+def twin_figures(calibration: Calibration, result: SimResult) -> WindowFigures:
+    """A twin run measured like the recording: on its edges, and in llama.cpp's words for a llama.cpp twin."""
+    recording = as_llamacpp(result.recording) if calibration.engine == "llamacpp" else result.recording
+    return measure(read_window(recording), calibration.observed.edges_tokens_per_second)
 
 
 def _spread(values: Sequence[float]) -> Spread:
@@ -163,6 +171,16 @@ def observe(recording: Recording, instance: str | None) -> tuple[CensusReport, W
     return report, measure(read), read
 
 
+def completed_tokens(recording: Recording, read: ShapeRead, instance: str | None) -> np.ndarray | None:
+    """llama.cpp: per interval, the tokens of requests that ended (``tokens_predicted_total`` moves only then)."""
+    endpoint = choose_endpoint(recording, instance)
+    keys = endpoint.select(TOKENS_PREDICTED)
+    if not keys:
+        return None
+    values, present = endpoint.column(keys[0])
+    return increases(np.where(present, values, np.nan)[read.rows])
+
+
 def what_if(recording: Recording, sets: Sequence[str], *, argv: Sequence[str] = (), instance: str | None = None,
             seeds: int = DEFAULT_SEEDS, bound: float = DEFAULT_BOUND,
             mean_prompt_tokens: float | None = None) -> WhatIfResult:
@@ -170,7 +188,8 @@ def what_if(recording: Recording, sets: Sequence[str], *, argv: Sequence[str] = 
     if seeds < 1:
         raise UsageError(f"--seeds must be at least 1, got {seeds}")
     report, observed, read = observe(recording, instance)
-    calibration = calibrate(read, report, observed, argv, mean_prompt_tokens)
+    calibration = calibrate(read, report, observed, argv, mean_prompt_tokens,
+                            completed_tokens(recording, read, instance))
     settings = parse_knobs(sets, calibration.engine)
     if not settings:
         raise UsageError("give at least one --set KNOB=VALUE")

@@ -47,7 +47,9 @@ SHORT_QUANTILE = 0.10
 LONG_FACTOR = 3.0
 # a prompt starts when the work passes this share of a mean prompt beyond the previous ones' (a
 # prompt a few tokens longer than the mean would otherwise count as two)
-CROSS_TOLERANCE = 0.05  # a block's work per request above this many typical prompts carries long prompt(s)
+CROSS_TOLERANCE = 0.05
+RESTART_PROMPT_TOKENS = 16  # a decoding stream's next request: a short prompt
+DECODER_MIN_TOKENS = 16  # a completion jump below this is a prompt request's own few tokens  # a block's work per request above this many typical prompts carries long prompt(s)
 
 
 @dataclass(frozen=True)
@@ -67,6 +69,10 @@ class Traffic:
     standing_output_tokens: int = 0
     prompt_sigma: float = PROMPT_SIGMA
     notes: tuple[str, ...] = field(default=())
+    # closed-loop decoders (no request count): (start, end, count) of the decode requests that
+    # replace finished ones, and their output size
+    restarts: tuple[tuple[float, float, int], ...] = ()
+    restart_output_tokens: int = 0
 
     @property
     def prompt_tokens_total(self) -> float:
@@ -79,8 +85,11 @@ class Traffic:
     def trace(self, seed: int, load: float = 1.0) -> list[TraceRequest]:
         """The requests of one seed (``load`` multiplies the request and prompt work of every block)."""
         rng = random.Random(seed)
-        out: list[TraceRequest] = [TraceRequest(0.0, 16, self.standing_output_tokens, "standing")
+        out: list[TraceRequest] = [TraceRequest(0.0, RESTART_PROMPT_TOKENS, self.standing_output_tokens, "standing")
                                    for _ in range(self.standing_decoders)]
+        for start, end, count in self.restarts:
+            out += [TraceRequest(rng.uniform(start, end), RESTART_PROMPT_TOKENS, self.restart_output_tokens, "standing")
+                    for _ in range(count)]
         carry = 0.0
         for start, end, n, work in zip(self.block_starts, self.block_ends, self.requests, self.prompt_tokens):
             n, work = n * load, work * load
@@ -151,8 +160,13 @@ def _blocks(times: np.ndarray, block_seconds: float) -> list[tuple[int, int]]:
     return out
 
 
-def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None) -> Traffic:
-    """The window's traffic per block (see the module docstring)."""
+def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
+                completed_tokens: np.ndarray | None = None) -> Traffic:
+    """The window's traffic per block (see the module docstring).
+
+    ``completed_tokens``: per interval, the tokens of the requests that ended in it (llama.cpp's
+    ``tokens_predicted_total`` moves only then), for decoders that send their next request when one ends.
+    """
     s = read.signals
     t = s.times - s.times[0]
     window = float(t[-1]) if t.size > 1 else 0.0
@@ -161,7 +175,7 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None) -> Tra
     counts, basis = _request_counts(read)
     notes = [f"short prompts log-normal (sigma {PROMPT_SIGMA}), outputs log-normal (sigma {OUTPUT_SIGMA}): assumed"]
     if counts is None:
-        return _without_counts(read, t, prompt, generated, window, mean_prompt_tokens, notes)
+        return _without_counts(read, t, prompt, generated, window, mean_prompt_tokens, notes, completed_tokens)
     blocks = _blocks(t, max(BLOCK_SECONDS, read.scrape_interval_seconds))
     starts = tuple(float(t[i - 1]) for i, _ in blocks)
     ends = tuple(float(t[j - 1]) for _, j in blocks)
@@ -182,7 +196,8 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None) -> Tra
 
 
 def _without_counts(read: ShapeRead, t: np.ndarray, prompt: np.ndarray, generated: np.ndarray, window: float,
-                    mean_prompt_tokens: float | None, notes: list[str]) -> Traffic:
+                    mean_prompt_tokens: float | None, notes: list[str],
+                    completed_tokens: np.ndarray | None = None) -> Traffic:
     if mean_prompt_tokens is None or mean_prompt_tokens <= 0:
         raise UsageError("the recording counts no requests (no TTFT/e2e histogram, no finished-requests "
                          "counter): give --mean-prompt-tokens N")
@@ -206,7 +221,32 @@ def _without_counts(read: ShapeRead, t: np.ndarray, prompt: np.ndarray, generate
             n.append(float(crossed))
             work.append(float(crossed * mean_prompt_tokens))
     rate = float(np.sum(generated)) / max(window, 1.0) / max(standing, 1)
-    notes.append(f"no request count: {standing} standing decoder(s) (median running where no prompt ran) and prompts of "
+    never_ending = int(rate * window * 4) + 64
+    restarts, output = _restarts(t, completed_tokens)
+    notes.append(f"no request count: {standing} decoder(s) (median running where no prompt ran) and prompts of "
                  f"--mean-prompt-tokens {mean_prompt_tokens:.0f} arriving as the prompt work reaches each")
+    if restarts:
+        notes.append(f"decoders send their next request when one ends: {sum(c for _, _, c in restarts)} request "
+                     f"end(s) of ~{output} tokens in the window (tokens_predicted_total's jumps)")
     return Traffic(window, tuple(starts), tuple(ends), tuple(n), tuple(work), float(mean_prompt_tokens), 0.0, 1.0,
-                   "prompt work / --mean-prompt-tokens", standing, int(rate * window * 4) + 64, 0.0, tuple(notes))
+                   "prompt work / --mean-prompt-tokens", standing, output if restarts else never_ending, 0.0,
+                   tuple(notes), restarts, output)
+
+
+def _restarts(t: np.ndarray, completed: np.ndarray | None) -> tuple[tuple[tuple[float, float, int], ...], int]:
+    """Where requests ended (each a jump of the completion counter) and their typical size.
+
+    The smallest jump is one request's tokens; a jump of several times it is that many requests
+    ending in one interval (three 200-token streams ending together move it by 600). A jump under
+    :data:`DECODER_MIN_TOKENS` is a prompt request's own few tokens (a 1-token request marking its
+    prompt's end), not a decoding stream's.
+    """
+    if completed is None:
+        return (), 0
+    jumps = np.nan_to_num(np.asarray(completed, dtype=np.float64))
+    where = np.nonzero(jumps[1:] >= DECODER_MIN_TOKENS)[0] + 1
+    if not where.size:
+        return (), 0
+    one = float(jumps[where].min())
+    out = tuple((float(t[i - 1]), float(t[i]), max(1, int(round(jumps[i] / one)))) for i in where)
+    return out, max(1, int(round(one)))
