@@ -3,8 +3,8 @@
 ``server_trace`` (tests/engines/test_llamacpp_counting.py) replays llama.cpp b11434's server loop
 call by call with a call time of ``DECODE_CALL + prompt tokens / PROMPT_RATE`` and writes the
 ``llamacpp:`` families as the server does. llama.cpp counts no requests, so the what-if needs
-the mean prompt size; the twin's decoders are a standing population; its running gauge counts
-the prefilling sequence and is read without it (as llama.cpp's census counts generating slots).
+the mean prompt size; the twin's decoders restart where ``tokens_predicted_total`` jumps; the
+twin is read through llama.cpp's own counters (``pdcensus.whatif.llamacpp_view``).
 """
 
 from __future__ import annotations
