@@ -25,20 +25,19 @@ import numpy as np
 from pdcensus.census.model import CensusReport
 from pdcensus.census.run import CensusOptions, ShapeRead, census_endpoint, read_shape
 from pdcensus.errors import UsageError
+from pdcensus.series.llamacpp import increases
 from pdcensus.series.model import Recording
 from pdcensus.sim.config import Build, EngineConfig, parse_config
 from pdcensus.sim.fitted import trace_workload
 from pdcensus.sim.run import SimResult, simulate_scenario
 from pdcensus.sim.scenarios import Scenario, Segment
-from pdcensus.whatif.calibrate import Calibration, calibrate
+from pdcensus.whatif.calibrate import LLAMACPP_DEFAULT_UBATCH, Calibration, calibrate
 from pdcensus.whatif.knobs import Knob, KnobSetting, parse_knobs
 from pdcensus.whatif.llamacpp_view import as_llamacpp
-from pdcensus.series.llamacpp import increases
-
-TOKENS_PREDICTED = "llamacpp:tokens_predicted_total"
 from pdcensus.whatif.measure import FIGURES, WindowFigures, choose_endpoint, measure, read_window
 from pdcensus.whatif.model import BOUNDED, BucketPrediction, FigurePrediction, Spread, WhatIfResult
 
+TOKENS_PREDICTED = "llamacpp:tokens_predicted_total"
 DEFAULT_BOUND = 0.25
 DEFAULT_SEEDS = 4
 # a change's mean batch outside [low x p5, high x p95] of the recording's running is an extrapolation
@@ -73,8 +72,12 @@ def to_change(settings: Sequence[KnobSetting], calibration: Calibration) -> Chan
                 flags[flag] = s.value
         elif s.knob is Knob.UBATCH_TOKENS:
             ubatch = int(s.number())
+            if ubatch < 1:
+                raise UsageError(f"bad value {s.value!r} for {s.spelling}: expected a positive number of tokens")
     if calibration.engine == "llamacpp" and (ubatch is not None or "--max-num-batched-tokens" in flags):
-        ub = ubatch if ubatch is not None else calibration.costs.ubatch_tokens
+        # n_ubatch = min(-b, -ub), each as argv or the change sets it
+        ub = ubatch if ubatch is not None else int(calibration.argv_knobs.get(Knob.UBATCH_TOKENS,
+                                                                               LLAMACPP_DEFAULT_UBATCH))
         ubatch = min(ub, int(batch)) if batch is not None else ub
     return Change(flags, ubatch, load)
 

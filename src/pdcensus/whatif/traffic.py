@@ -44,12 +44,12 @@ BLOCK_SECONDS = 15.0
 PROMPT_SIGMA = 0.6
 OUTPUT_SIGMA = 0.5
 SHORT_QUANTILE = 0.10
-LONG_FACTOR = 3.0
+LONG_FACTOR = 3.0  # a block's work per request above this many typical prompts carries long prompt(s)
 # a prompt starts when the work passes this share of a mean prompt beyond the previous ones' (a
 # prompt a few tokens longer than the mean would otherwise count as two)
 CROSS_TOLERANCE = 0.05
 RESTART_PROMPT_TOKENS = 16  # a decoding stream's next request: a short prompt
-DECODER_MIN_TOKENS = 16  # a completion jump below this is a prompt request's own few tokens  # a block's work per request above this many typical prompts carries long prompt(s)
+DECODER_MIN_TOKENS = 16  # a completion jump below this is a prompt request's own few tokens
 
 
 @dataclass(frozen=True)
