@@ -230,6 +230,9 @@ def calibrate(read: ShapeRead, report: CensusReport, observed: WindowFigures, ar
     traffic = fit_traffic(read, mean_prompt_tokens, completed_tokens)
     costs = fit_step_costs(read, report, observed, engine, ubatch_of(engine, knobs), traffic)
     notes = list(traffic.notes)
+    if engine == "radiance":
+        notes.append("radiance flags not in argv take the simulator's defaults" if flags else
+                     "no argv (no cmdline beside the recording, no --cmdline): every flag is the simulator's default")
     if engine != "radiance":
         notes.append("one prefill per step (the twin's engine); several short prompts share a step on "
                      f"{engine}, so short-prompt TTFT is an upper bound")
