@@ -46,6 +46,15 @@ ERROR_LINES: tuple[tuple[tuple[str, str], ...], ...] = (
 )
 
 
+def _time(seconds: float) -> str:
+    """Seconds in the unit that reads best: s, ms or us."""
+    if seconds >= 1.0:
+        return f"{seconds:.3g} s"
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    return f"{seconds * 1e6:.3g} us"
+
+
 def _num(x: float) -> str:
     if not math.isfinite(x):
         return "-"
@@ -61,9 +70,9 @@ def render(result: WhatIfResult, console: Console) -> None:
                   f"{c.scrape_interval_seconds:g} s scrapes; twin over {result.seeds} seed(s)")
     k = c.costs
     prefill_from = k.basis.split("prefill: ")[-1].split(":")[0]
-    console.print(f"step costs: decode-only {k.decode_step_seconds * 1000:.3g} ms = {k.base_seconds * 1000:.3g} ms "
-                  f"+ {k.per_row_seconds * 1e6:.3g} us/row; prefill {k.per_prefill_token_seconds * 1e6:.3g} us/token "
-                  f"({prefill_from})" + (f"; {k.ubatch_tokens}-token micro-batch pass {k.ubatch_seconds * 1000:.3g} ms"
+    console.print(f"step costs: decode-only {_time(k.decode_step_seconds)} = {_time(k.base_seconds)} "
+                  f"+ {_time(k.per_row_seconds)}/row; prefill {_time(k.per_prefill_token_seconds)}/token "
+                  f"({prefill_from})" + (f"; {k.ubatch_tokens}-token micro-batch pass {_time(k.ubatch_seconds)}"
                                          if k.ubatch_tokens else ""))
     t = c.traffic
     console.print(f"traffic: {t.request_rate_per_second:.3g} req/s ({t.request_basis}); prompts ~"

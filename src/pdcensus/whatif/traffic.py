@@ -173,9 +173,9 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
     prompt = _work(read, Signal.PROMPT_TOKENS, s.prefill_tokens_per_second)
     generated = _work(read, Signal.GENERATION_TOKENS, s.decode_tokens_per_second)
     counts, basis = _request_counts(read)
-    notes = [f"short prompts log-normal (sigma {PROMPT_SIGMA}), outputs log-normal (sigma {OUTPUT_SIGMA}): assumed"]
     if counts is None:
-        return _without_counts(read, t, prompt, generated, window, mean_prompt_tokens, notes, completed_tokens)
+        return _without_counts(read, t, prompt, generated, window, mean_prompt_tokens, [], completed_tokens)
+    notes = [f"short prompts log-normal (sigma {PROMPT_SIGMA}), outputs log-normal (sigma {OUTPUT_SIGMA}): assumed"]
     blocks = _blocks(t, max(BLOCK_SECONDS, read.scrape_interval_seconds))
     starts = tuple(float(t[i - 1]) for i, _ in blocks)
     ends = tuple(float(t[j - 1]) for _, j in blocks)
@@ -223,8 +223,9 @@ def _without_counts(read: ShapeRead, t: np.ndarray, prompt: np.ndarray, generate
     rate = float(np.sum(generated)) / max(window, 1.0) / max(standing, 1)
     never_ending = int(rate * window * 4) + 64
     restarts, output = _restarts(t, completed_tokens)
-    notes.append(f"no request count: {standing} decoder(s) (median running where no prompt ran) and prompts of "
-                 f"--mean-prompt-tokens {mean_prompt_tokens:.0f} arriving as the prompt work reaches each")
+    notes.append(f"no request count: {standing} decoder(s) (median running where no prompt ran); prompts of "
+                 f"--mean-prompt-tokens {mean_prompt_tokens:.0f} (1 output token) arriving as the prompt work "
+                 "reaches each")
     if restarts:
         notes.append(f"decoders send their next request when one ends: {sum(c for _, _, c in restarts)} request "
                      f"end(s) of ~{output} tokens in the window (tokens_predicted_total's jumps)")
