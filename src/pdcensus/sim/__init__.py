@@ -11,7 +11,8 @@ Modules, one concept each: ``config`` (flags), ``config_source`` (core/config.cp
 (KV + prefix cache + checkpoints), ``residency`` (arena / expert slab / heat engine),
 ``hardware``, ``metrics_state``, ``exporter``, ``truth``, ``scenarios``, ``engine`` (the run loop),
 ``lifecycle`` (a request's admission, preemption, end of prefill and finish), ``run``,
-``evidence`` (boot ledger, /stats, /diagnostics), ``output``.
+``evidence`` (boot ledger, /stats, /diagnostics), ``output``, ``fitted`` (a trace workload, for
+the twin :mod:`pdcensus.whatif` calibrates to a recording).
 """
 
 from pdcensus.sim.config import Build, CheckpointPolicy, EngineConfig, parse_config
