@@ -5,7 +5,8 @@
   step) on its running gauge, scaled to the ledger's mean decode-only step where a ledger exists.
   The prefill cost per token: the ledger's ``(chunk step - decode-only step) / tokens per chunk
   step`` (radiance 1.8, llama.cpp's derived ledger), else the dose-response's stall per prefill
-  token (:mod:`pdcensus.census.dose`; plain vLLM, SGLang, TGI). Where an engine splits a step into
+  token (:mod:`pdcensus.census.dose`; plain vLLM, SGLang, TGI), only where its bootstrap supports
+  it (``DoseResponse.stable``): an unstable fit calibrates nothing. Where an engine splits a step into
   micro-batches (llama.cpp ``-ub``), each further pass is priced at the fitted ``base`` (one pass
   over the weights, as a decode-only step is) and taken out of the per-token cost.
 - **Traffic** (:mod:`pdcensus.whatif.traffic`): requests and prompt work per block of scrape
@@ -156,6 +157,9 @@ def fit_step_costs(read: ShapeRead, report: CensusReport, observed: WindowFigure
     per_token, basis = math.nan, ""
     if dose is not None and math.isfinite(dose.ledger_ms_per_1k_tokens) and dose.ledger_ms_per_1k_tokens > 0:
         per_token, basis = dose.ledger_ms_per_1k_tokens / 1e6, "ledger: (chunk step - decode-only step) per chunk token"
+    elif dose is not None and dose.available and not dose.stable:
+        raise DataError(f"cannot calibrate the prefill cost: no ledger chunk step, and the dose-response is "
+                        f"unstable ({dose.reason})")
     elif dose is not None and dose.available and math.isfinite(dose.stall_ms_per_1k_tokens):
         per_token = max(0.0, dose.stall_ms_per_1k_tokens / 1e6)
         basis = ("dose-response: decoders' stall per prefill token" if per_token > 0 else
