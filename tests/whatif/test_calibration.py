@@ -11,10 +11,13 @@ of the scenario's, and the prompt work of a drawn trace within 1 % of the record
 from __future__ import annotations
 
 import random
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from pdcensus.errors import UsageError
+from pdcensus.series.model import RecordingBuilder, SeriesKey
 from pdcensus.sim.config import EngineConfig
 from pdcensus.sim.cost_model import CostModel
 from pdcensus.sim.engine import Engine
@@ -23,7 +26,8 @@ from pdcensus.sim.run import SimResult, simulate
 from pdcensus.sim.workload import WorkloadFeeder
 from pdcensus.whatif.calibrate import Calibration, calibrate
 from pdcensus.whatif.knobs import Knob, knobs_from_argv, parse_knobs
-from pdcensus.whatif.run import calibration_errors, observe, simulate_twin
+from pdcensus.whatif.run import calibration_errors, length_histograms, observe, simulate_twin
+from pdcensus.whatif.traffic import Traffic, draw_length
 
 _CACHE: dict[str, tuple[SimResult, Calibration]] = {}
 
@@ -119,3 +123,34 @@ def test_batch_limits_are_read_from_argv_in_both_forms() -> None:
                                                  Knob.UBATCH_TOKENS: "128"}
     vllm = "vllm serve m --max-num-seqs 32 --max-num-batched-tokens=4096".split()
     assert knobs_from_argv(vllm, "vllm") == {Knob.MAX_NUM_SEQS: "32", Knob.BATCH_TOKENS: "4096"}
+
+
+def test_lengths_are_drawn_from_the_engines_histograms_and_scaled_to_each_blocks_work() -> None:
+    prompts = ((100.0, 30.0), (1000.0, 60.0), (float("inf"), 10.0))  # per bucket: upper bound, window count
+    outputs = ((50.0, 10.0), (500.0, 90.0), (float("inf"), 0.0))
+    traffic = Traffic(120.0, (0.0, 60.0), (60.0, 120.0), (20.0, 30.0), (12_000.0, 30_000.0), 100.0, 0.0, 300.0,
+                      "TTFT histogram count", prompt_lengths=prompts, output_lengths=outputs)
+    trace = traffic.trace(seed=1)
+    first = [r for r in trace if r.arrival_seconds < 60.0]
+    second = [r for r in trace if r.arrival_seconds >= 60.0]
+    assert (len(first), len(second)) == (20, 30)
+    assert sum(r.prompt_tokens for r in first) == pytest.approx(12_000, rel=0.01)
+    assert sum(r.prompt_tokens for r in second) == pytest.approx(30_000, rel=0.01)
+    assert all(1 <= r.output_tokens <= 500 for r in trace)
+    rng = random.Random(0)
+    draws = [draw_length(rng, prompts) for _ in range(4000)]
+    assert sum(d <= 100 for d in draws) / len(draws) == pytest.approx(0.30, abs=0.03)
+    assert max(draws) <= 1500.0  # the +Inf bucket reaches 1.5 x its lower edge
+
+
+def test_the_length_histograms_are_the_windows_increase_per_bucket() -> None:
+    builder = RecordingBuilder("lengths")
+    labels = (("instance", "a:1"), ("job", "vllm"))
+    times = [0.0, 15.0, 30.0]
+    for le, counts in (("100.0", [5, 8, 15]), ("1000.0", [9, 20, 40]), ("+Inf", [10, 22, 45])):
+        builder.add_many(SeriesKey("vllm:request_prompt_tokens_bucket", labels + (("le", le),)), times, counts)
+    builder.add_many(SeriesKey("vllm:num_requests_running", labels), times, [1.0, 1.0, 1.0])
+    recording = builder.build()
+    prompts, outputs = length_histograms(recording, SimpleNamespace(rows=np.arange(3)), "a:1")  # type: ignore[arg-type]
+    assert prompts == ((100.0, 10.0), (1000.0, 21.0), (float("inf"), 4.0))
+    assert outputs == ()

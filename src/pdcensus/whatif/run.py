@@ -38,6 +38,7 @@ from pdcensus.whatif.measure import FIGURES, WindowFigures, choose_endpoint, mea
 from pdcensus.whatif.model import BOUNDED, BucketPrediction, FigurePrediction, Spread, WhatIfResult
 
 TOKENS_PREDICTED = "llamacpp:tokens_predicted_total"
+PROMPT_LENGTHS, OUTPUT_LENGTHS = "vllm:request_prompt_tokens", "vllm:request_generation_tokens"
 DEFAULT_BOUND = 0.25
 DEFAULT_SEEDS = 4
 # a change's mean batch outside [low x p5, high x p95] of the recording's running is an extrapolation
@@ -174,6 +175,26 @@ def observe(recording: Recording, instance: str | None) -> tuple[CensusReport, W
     return report, measure(read), read
 
 
+def length_histograms(recording: Recording, read: ShapeRead, instance: str | None,
+                      ) -> tuple[tuple[tuple[float, float], ...], tuple[tuple[float, float], ...]]:
+    """The window's prompt and output length histograms (vLLM's), as ``(upper bound, count)`` per bucket."""
+    endpoint = choose_endpoint(recording, instance)
+    out = []
+    for name in PROMPT_LENGTHS, OUTPUT_LENGTHS:
+        per_bound: dict[float, float] = {}
+        for key in endpoint.select(name + "_bucket"):
+            values, present = endpoint.column(key)
+            window = values[read.rows][present[read.rows]]
+            le = key.label("le")
+            if window.size >= 2 and le is not None:
+                bound = float(le.replace("Inf", "inf"))
+                per_bound[bound] = per_bound.get(bound, 0.0) + float(max(window[-1] - window[0], 0.0))
+        cumulative = sorted(per_bound.items())
+        buckets = tuple((b, c - (cumulative[i - 1][1] if i else 0.0)) for i, (b, c) in enumerate(cumulative))
+        out.append(buckets if sum(c for _, c in buckets) > 0 else ())
+    return out[0], out[1]
+
+
 def completed_tokens(recording: Recording, read: ShapeRead, instance: str | None) -> np.ndarray | None:
     """llama.cpp: per interval, the tokens of requests that ended (``tokens_predicted_total`` moves only then)."""
     endpoint = choose_endpoint(recording, instance)
@@ -192,7 +213,7 @@ def what_if(recording: Recording, sets: Sequence[str], *, argv: Sequence[str] = 
         raise UsageError(f"--seeds must be at least 1, got {seeds}")
     report, observed, read = observe(recording, instance)
     calibration = calibrate(read, report, observed, argv, mean_prompt_tokens,
-                            completed_tokens(recording, read, instance))
+                            completed_tokens(recording, read, instance), length_histograms(recording, read, instance))
     settings = parse_knobs(sets, calibration.engine)
     if not settings:
         raise UsageError("give at least one --set KNOB=VALUE")

@@ -21,6 +21,10 @@ real vLLM run ``tp1_bs128`` the busy per-stream calibration error was -23 % agai
   :data:`PROMPT_SIGMA`, :data:`OUTPUT_SIGMA`: assumptions, said in the notes);
 - arrivals: uniform inside their block, drawn per seed.
 
+Where the engine exports its length histograms (vLLM's ``request_prompt_tokens`` and
+``request_generation_tokens``), each block's prompts are drawn from the window's prompt
+histogram and scaled to the block's computed work, and outputs from the generation histogram.
+
 Where the recording counts no request at all (llama.cpp exports no request counter), the caller
 gives the mean prompt size (``--mean-prompt-tokens``): prompts then arrive as the prompt work
 crosses each multiple of it, and the decoders that run throughout are a standing population of
@@ -73,6 +77,10 @@ class Traffic:
     # replace finished ones, and their output size
     restarts: tuple[tuple[float, float, int], ...] = ()
     restart_output_tokens: int = 0
+    # the window's prompt / output length histograms where the engine exports them (vLLM's
+    # request_prompt_tokens / request_generation_tokens): ((upper bound, count in the window), ...)
+    prompt_lengths: tuple[tuple[float, float], ...] = ()
+    output_lengths: tuple[tuple[float, float], ...] = ()
 
     @property
     def prompt_tokens_total(self) -> float:
@@ -107,12 +115,47 @@ class Traffic:
             shorts = count - longs
             long_size = (work - shorts * self.short_prompt_tokens) / longs if longs else 0.0
             short_mean = self.short_prompt_tokens if longs else max(work / count, 1.0)
+            if self.prompt_lengths:
+                out += self._from_histograms(rng, start, end, count, work)
+                continue
             for i in range(count):
                 t = rng.uniform(start, end)
                 prompt = int(round(long_size)) if i < longs else _lognormal(rng, short_mean, self.prompt_sigma)
                 output = _lognormal(rng, self.mean_output_tokens, OUTPUT_SIGMA)
                 out.append(TraceRequest(t, max(1, prompt), max(1, output), "long" if i < longs else "short"))
         return out
+
+
+    def _from_histograms(self, rng: random.Random, start: float, end: float, count: int,
+                         work: float) -> list[TraceRequest]:
+        """A block's requests with lengths drawn from the window's histograms, prompts scaled to the block's work."""
+        prompts = [draw_length(rng, self.prompt_lengths) for _ in range(count)]
+        scale = work / sum(prompts) if sum(prompts) > 0 else 1.0
+        out = []
+        for p in prompts:
+            output = (draw_length(rng, self.output_lengths) if self.output_lengths
+                      else _lognormal(rng, self.mean_output_tokens, OUTPUT_SIGMA))
+            out.append(TraceRequest(rng.uniform(start, end), max(1, int(round(p * scale))), max(1, int(output)),
+                                    "histogram"))
+        return out
+
+
+def draw_length(rng: random.Random, histogram: tuple[tuple[float, float], ...]) -> float:
+    """One length from a histogram's window counts: a bucket by its count, uniform inside it.
+
+    The ``+Inf`` bucket has no upper edge: its lengths are drawn up to 1.5 x its lower edge.
+    """
+    total = sum(c for _, c in histogram)
+    if total <= 0:
+        return 1.0
+    pick, low = rng.uniform(0.0, total), 0.0
+    for upper, c in histogram:
+        if pick <= c:
+            high = upper if math.isfinite(upper) else 1.5 * max(low, 1.0)
+            return rng.uniform(low, high)
+        pick -= c
+        low = upper
+    return low
 
 
 def _lognormal(rng: random.Random, mean: float, sigma: float) -> int:
@@ -161,11 +204,14 @@ def _blocks(times: np.ndarray, block_seconds: float) -> list[tuple[int, int]]:
 
 
 def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
-                completed_tokens: np.ndarray | None = None) -> Traffic:
+                completed_tokens: np.ndarray | None = None,
+                lengths: tuple[tuple[tuple[float, float], ...], tuple[tuple[float, float], ...]] = ((), ())) -> Traffic:
     """The window's traffic per block (see the module docstring).
 
     ``completed_tokens``: per interval, the tokens of the requests that ended in it (llama.cpp's
     ``tokens_predicted_total`` moves only then), for decoders that send their next request when one ends.
+    ``lengths``: the window's prompt and output length histograms, where the engine exports them;
+    then each block's prompts are drawn from the histogram and scaled to the block's work.
     """
     s = read.signals
     t = s.times - s.times[0]
@@ -191,8 +237,13 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
     total = float(np.sum(n))
     mean_output = float(np.sum(generated)) / total if total > 0 else 1.0
     notes.append(f"requests from the {basis}; prompt work from the census's prefill signal")
+    prompt_lengths, output_lengths = lengths
+    if prompt_lengths:
+        notes[0] = ("prompt lengths from the request_prompt_tokens histogram (scaled to each block's computed "
+                    "work), outputs from " + ("request_generation_tokens" if output_lengths else
+                                              f"a log-normal (sigma {OUTPUT_SIGMA}): assumed"))
     return Traffic(window, starts, ends, n, work, max(1.0, short), long_size, max(1.0, mean_output), basis,
-                   notes=tuple(notes))
+                   notes=tuple(notes), prompt_lengths=prompt_lengths, output_lengths=output_lengths)
 
 
 def _without_counts(read: ShapeRead, t: np.ndarray, prompt: np.ndarray, generated: np.ndarray, window: float,
