@@ -100,6 +100,8 @@ def test_a_trace_workload_replays_each_request_as_given() -> None:
     ("llamacpp", "np=2", Knob.MAX_NUM_SEQS),
     ("radiance", "prefill-interleave=2", Knob.SIM_FLAG),
     ("vllm", "load=1.5", Knob.LOAD),
+    ("sglang", "--chunked-prefill-size=4096", Knob.BATCH_TOKENS),
+    ("tgi", "--max-batch-size=32", Knob.MAX_NUM_SEQS),
 ])
 def test_knobs_are_read_in_each_engines_own_spelling(engine: str, item: str, knob: Knob) -> None:
     (setting,) = parse_knobs([item], engine)

@@ -247,6 +247,7 @@ def calibrate(read: ShapeRead, report: CensusReport, observed: WindowFigures, ar
     pre = read.signals.increase(Signal.PREEMPTIONS)
     if pre is not None and float(np.nansum(pre)) > 0 and engine != "radiance":
         notes.append(f"{float(np.nansum(pre)):.0f} preemptions in the window: the twin models no KV pressure")
-    sim_profile = "vllm" if engine == "vllm" else "radiance"
+    # the twin exported under the engine's own names where the simulator has them, so the census reads both alike
+    sim_profile = engine if engine in ("vllm", "sglang", "tgi") else "radiance"
     return Calibration(engine, read.detection.profile.name, sim_profile, traffic.window_seconds,
                        read.scrape_interval_seconds, costs, traffic, flags, sources, knobs, observed, tuple(notes))

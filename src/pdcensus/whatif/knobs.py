@@ -17,8 +17,9 @@ chunk. What another engine's knob does to that model:
 ``load`` is the what-if's own knob for every engine: the arrival rate multiplied (the traffic
 grows or shrinks; each request is unchanged).
 
-This table is deliberately small and local to the what-if: the full per-engine knob catalogue
-(costs, preconditions, rollback) is the advice's.
+SGLang's and TGI's spellings of the same two knobs come from the simulator's engine-flag table
+(:mod:`pdcensus.sim.engine_flags`). The full per-engine knob catalogue (costs, preconditions,
+rollback) is the advice's.
 """
 
 from __future__ import annotations
@@ -40,9 +41,29 @@ class Knob(str, Enum):
     SIM_FLAG = "sim-flag"  # radiance: a simulator flag, passed through
 
 
+def _from_engine_flags(engine: str) -> dict[str, Knob]:
+    """The step-budget and batch-bound spellings of the simulator's own engine-flag table.
+
+    :data:`pdcensus.sim.engine_flags.ENGINE_FLAGS` is the project's one mapping of vLLM's, SGLang's
+    and TGI's flags onto the simulator (``sim --profile P --set``); the what-if takes its spellings
+    of the two knobs it models (the step budget and the running-batch bound) from there.
+    """
+    from pdcensus.sim.engine_flags import BUDGET, ENGINE_FLAGS
+
+    out: dict[str, Knob] = {}
+    for flag, target in ENGINE_FLAGS.get(engine, {}).items():
+        if target == BUDGET:
+            out[flag] = Knob.BATCH_TOKENS
+        elif target == "--max-num-seqs":
+            out[flag] = Knob.MAX_NUM_SEQS
+    return out
+
+
 # engine -> spelling -> knob; every spelling an operator would type
 SPELLINGS: dict[str, dict[str, Knob]] = {
-    "vllm": {"--max-num-seqs": Knob.MAX_NUM_SEQS, "--max-num-batched-tokens": Knob.BATCH_TOKENS},
+    "vllm": _from_engine_flags("vllm"),  # --max-num-batched-tokens, --max-num-seqs
+    "sglang": _from_engine_flags("sglang"),  # --chunked-prefill-size, --max-running-requests
+    "tgi": _from_engine_flags("tgi"),  # --max-batch-prefill-tokens, --max-batch-size
     "llamacpp": {"-np": Knob.MAX_NUM_SEQS, "--parallel": Knob.MAX_NUM_SEQS,
                  "-b": Knob.BATCH_TOKENS, "--batch-size": Knob.BATCH_TOKENS,
                  "-ub": Knob.UBATCH_TOKENS, "--ubatch-size": Knob.UBATCH_TOKENS},
