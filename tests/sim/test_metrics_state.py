@@ -114,3 +114,12 @@ def test_setting_a_rate_on_a_settled_gauge_keeps_the_closed_form() -> None:
     settled = DecayedRate(ref_value=40.0, rate=40.0)
     settled.set_rate(5.0, 10.0)
     assert settled.value_at(5.0) == 40.0 and settled.value_at(6.0) == 10.0 + 30.0 * math.exp(-1.0)
+
+
+def test_marks_with_no_observation_pending_keep_the_counts_so_far() -> None:
+    hist = Histogram((0.1, 1.0))
+    hist.observe(0.5, 3)
+    hist.settle()
+    rows = [hist.mark(), hist.mark()]  # two scrapes of a quiet histogram: nothing observed since
+    table = hist.snapshot_rows()
+    assert [list(table[r]) for r in rows] == [[0.0, 3.0, 3.0, 3.0, 1.5]] * 2
