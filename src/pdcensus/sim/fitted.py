@@ -11,14 +11,14 @@ engine, the scrapes and the exporter are the ones every scenario uses:
 - :class:`TraceLengths` hands out the trace's prompt (or output) lengths in arrival order.
 
 The feeder draws a stream's arrival instants and, for each in turn, one prompt and one output
-length, so the n-th arrival gets the n-th lengths. A trace workload is single-use: build a new
+length (through :meth:`Lengths.sampler`), so the n-th arrival gets the n-th lengths. A trace workload is single-use: build a new
 one per simulation (``trace_workload`` does).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 from pdcensus.sim.workload import ArrivalKind, Arrivals, Lengths, Stream, Workload
@@ -57,6 +57,10 @@ class TraceLengths(Lengths):
         i = self._position[0]
         self._position[0] = i + 1
         return self.values[i] if i < len(self.values) else self.low
+
+    def sampler(self, rng: random.Random) -> Callable[[], int]:
+        """The feeder's bound form of :meth:`sample` (it must hand out the trace's values, not draw)."""
+        return lambda: self.sample(rng)
 
 
 def trace_workload(requests: Sequence[TraceRequest]) -> Workload:

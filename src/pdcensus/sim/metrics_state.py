@@ -202,9 +202,9 @@ class Histogram:
             at = np.asarray(marks)
             # observation i belongs to every mark that covers more than i observations
             first_mark = np.searchsorted(at, np.arange(len(v)), side="right")
-            grid = np.bincount(first_mark * width + index, weights=w, minlength=(len(at) + 1) * width)
             # with no pending observation numpy returns integer zeros even for float weights
-            grid = grid.astype(np.float64, copy=False).reshape(len(at) + 1, width)
+            flat = np.bincount(first_mark * width + index, weights=w, minlength=(len(at) + 1) * width)
+            grid = flat.astype(np.float64, copy=False).reshape(len(at) + 1, width)
             grid[0] += self._counts
             per_mark = np.cumsum(grid, axis=0)
             tallies = np.empty(len(w) + 1)
