@@ -169,3 +169,17 @@ def test_the_replicates_quantile_is_prometheus_histogram_quantile(runs: dict[str
         got = gate.quantile_rows(q, h.upper_bounds, cumulative)
         want = np.array([quantile_of_bounds(q, h.upper_bounds, row) for row in cumulative])
         np.testing.assert_allclose(got, want, equal_nan=True)
+
+
+def test_an_arm_on_an_endpoint_over_capacity_says_a_knob_only_moves_the_wait(tmp_path: Path) -> None:
+    from pdcensus.sim.output import write_sim_dir
+    from pdcensus.sim.run import simulate
+
+    before = write_sim_dir(simulate("overloaded", duration_seconds=3600, seed=1), tmp_path / "before")
+    after = write_sim_dir(simulate("overloaded", duration_seconds=3600, seed=2, overrides={"--max-num-seqs": "32"}),
+                          tmp_path / "after")
+    proc = _cli("--before", str(before), "--after", str(after), "--flag", "--max-num-seqs 32", "--json")
+    out = json.loads(proc.stdout)
+    assert out["verdict"] != "not-engaged", out["reason"]  # the flag did reach argv and cap the batch
+    assert "over capacity in the before and after window" in out["reason"]
+    assert "cannot fix it" in out["reason"]
