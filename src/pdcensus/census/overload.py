@@ -53,12 +53,16 @@ INTERVAL = (0.05, 0.95)
 
 
 def _slope(t: np.ndarray, y: np.ndarray, w: np.ndarray) -> np.ndarray:
-    """Weighted least-squares slope per bootstrap replicate (row 0: the point)."""
-    sw = w.sum(axis=1)
-    tm, ym = (w @ t) / sw, (w @ y) / sw
-    tc = t[None, :] - tm[:, None]
+    """Weighted least-squares slope per bootstrap replicate (row 0: the point), by matrix products only.
+
+    No replicate-by-scrape temporaries beside ``w`` itself: a week of 15 s scrapes is 40,000
+    columns, and the census already holds one such matrix.
+    """
+    tc = t - t.mean()  # centred: the sums below stay well conditioned
+    sw, st, sy = w.sum(axis=1), w @ tc, w @ y
+    stt, sty = w @ (tc * tc), w @ (tc * y)
     with np.errstate(invalid="ignore", divide="ignore"):
-        return np.asarray((w * tc * (y[None, :] - ym[:, None])).sum(axis=1) / (w * tc * tc).sum(axis=1))
+        return np.asarray((sw * sty - st * sy) / (sw * stt - st * st))
 
 
 def _histogram_mean(s: ShapeSignals, signal: Signal) -> tuple[float, float]:
