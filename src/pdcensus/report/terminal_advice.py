@@ -74,8 +74,9 @@ def render_advice(advice: Sequence[Recommendation], console: Console) -> None:
             parts.append(_tradeoff(rec.tradeoff, rec.value))
         plan = rec.verification
         if plan is not None:
-            steps = Table(title="verify the arm (in this order; a deploy is not evidence)", title_justify="left",
-                          show_header=False, show_edge=False)
+            what = ("verify the change (capacity, not a flag)" if rec.mechanism in ("overload", "box")
+                    else "verify the arm (in this order; a deploy is not evidence)")
+            steps = Table(title=what, title_justify="left", show_header=False, show_edge=False)
             steps.add_column("step", style="bold")
             steps.add_column("how", overflow="fold")
             for key, how in (("argv", plan.argv), ("counter", plan.counter), ("bucket pair", plan.bucket_pair),
