@@ -46,6 +46,7 @@ def test_exit_0_when_the_arm_engaged_and_every_bucket_stayed_within_the_toleranc
     assert proc.returncode == 0, proc.stdout + proc.stderr
     out = json.loads(proc.stdout)
     assert out["verdict"] == "engaged" and out["tolerance"] == pytest.approx(gate.DEFAULT_TOLERANCE)
+    assert "no numeric prediction for --max-num-seqs" in out["reason"]  # said, not passed off as a prediction met
     decided = [c for c in out["comparisons"] if c["status"] != "undecided"]
     assert decided and all(c["status"] == "within" for c in decided)
     assert {c["quantity"] for c in decided} >= {"TTFT p90", "ITL p99"}  # latencies of every bucket, not only the pair

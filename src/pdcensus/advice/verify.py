@@ -302,6 +302,9 @@ def verify_arm(before: Recording, after: Recording, flag: str, value: str | None
     else:
         outcome, reason = ArmOutcome.ENGAGED, (f"argv, counter and bucket pair agree, and every prediction and "
                                                f"bucket latency is within {tolerance:.0%}")
+        if not any(c.predicted for c in comparisons):
+            reason += (f" (no numeric prediction for {knob.flag}: the gate checked only that no bucket's TTFT or "
+                       "ITL rose)")
     over = [name for name, w in (("before", w_before), ("after", w_after))
             if w.report.overload is not None and w.report.overload.overloaded]
     if over and outcome is not ArmOutcome.NOT_ENGAGED:  # capacity before knobs (pdcensus.census.overload)
