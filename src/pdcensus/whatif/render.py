@@ -83,8 +83,8 @@ def render(result: WhatIfResult, console: Console) -> None:
     console.print("twin flags: " + " ".join(f"{f} {v}" for f, v in c.flags.items()))
     for note in c.notes:
         console.print(f"  note: {note}")
-    console.print(f"calibration error, twin without the change vs the recording (* over {result.bound:.0%}: "
-                  "no prediction):")
+    console.print(f"calibration error, twin without the change vs the recording (* gating: beyond "
+                  f"{result.bound:.0%}, no prediction):")
     errors = result.calibration_error
     for group in ERROR_LINES:
         items = [f"{label} {errors[k]:+.0%}" + (" *" if k in BOUNDED else "") for k, label in group if k in errors]
