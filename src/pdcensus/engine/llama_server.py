@@ -23,7 +23,7 @@ from types import TracebackType
 
 
 from pdcensus.engine.locate import Engine
-from pdcensus.errors import SourceUnreachableError, UsageError
+from pdcensus.errors import UsageError
 from pdcensus.sources.prometheus_local import free_port, wait_until_ready
 
 START_TIMEOUT_SECONDS = 180.0
@@ -70,14 +70,10 @@ class LlamaServer:
     def _wait_ready(self) -> None:
         assert self.process is not None
         try:
-            exited = wait_until_ready(self.process, f"{self.url}/health", START_TIMEOUT_SECONDS, poll_seconds=0.25)
-        except TimeoutError:
-            self.stop()
-            raise SourceUnreachableError(f"llama-server at {self.url} not ready after {START_TIMEOUT_SECONDS:.0f} s: "
-                                         f"{self.log_tail()}") from None
-        if exited is not None:
-            self.returncode = exited
-            raise SourceUnreachableError(f"llama-server exited with {exited}: {self.log_tail()}")
+            wait_until_ready(self.process, f"{self.url}/health", START_TIMEOUT_SECONDS, name="llama-server",
+                             stop=self.stop, log_tail=self.log_tail, poll_seconds=0.25)
+        finally:
+            self.returncode = self.process.poll()
 
     def log_tail(self, chars: int = 1500) -> str:
         try:

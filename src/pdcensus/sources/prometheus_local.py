@@ -24,7 +24,7 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -37,25 +37,27 @@ BACKFILL_TIMEOUT_SECONDS = 1800.0
 MINIMAL_CONFIG = "global:\n  scrape_interval: 15s\n  evaluation_interval: 15s\n"
 
 
-def wait_until_ready(process: subprocess.Popen[bytes], ready_url: str, timeout_seconds: float,
-                     poll_seconds: float = 0.2) -> int | None:
-    """Poll ``ready_url`` until it answers 200 (None), or the process exits first (its exit status).
+def wait_until_ready(process: subprocess.Popen[bytes], ready_url: str, timeout_seconds: float, *, name: str,
+                     stop: Callable[[], object], log_tail: Callable[[], str], poll_seconds: float = 0.2) -> None:
+    """Poll ``ready_url`` until it answers 200; raise SourceUnreachableError if it never does.
 
-    Raises ``TimeoutError`` when neither happens within ``timeout_seconds``; the caller stops the
-    process and says what it was. Shared by every local server the project starts and waits for
-    (Prometheus here, llama-server in ``pdcensus.engine``).
+    When the process exits first, the error carries its exit status (``process.returncode``); when
+    neither happens within ``timeout_seconds``, ``stop`` is called first. Either error ends with
+    ``log_tail()``, what the server said. Shared by every local server the project starts and waits
+    for (Prometheus here, VictoriaMetrics, llama-server in ``pdcensus.engine``).
     """
     deadline = time.monotonic() + timeout_seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            return process.returncode
+            raise SourceUnreachableError(f"{name} exited with {process.returncode}: {log_tail()}")
         try:
             if httpx.get(ready_url, timeout=2.0).status_code == 200:
-                return None
+                return
         except httpx.HTTPError:
             pass
         time.sleep(poll_seconds)
-    raise TimeoutError(ready_url)
+    stop()
+    raise SourceUnreachableError(f"{name} at {ready_url} not ready after {timeout_seconds:.0f} s: {log_tail()}")
 
 
 def free_port() -> int:
@@ -144,15 +146,8 @@ class LocalPrometheus:
 
     def _wait_ready(self) -> None:
         assert self.process is not None
-        try:
-            exited = wait_until_ready(self.process, f"{self.url}/-/ready", READY_TIMEOUT_SECONDS)
-        except TimeoutError:
-            self.stop()
-            raise SourceUnreachableError(f"prometheus at {self.url} not ready after {READY_TIMEOUT_SECONDS:.0f} s; "
-                                         f"see {self.log_path}") from None
-        if exited is not None:
-            raise SourceUnreachableError(f"prometheus exited with {exited}: "
-                                         f"{self.log_path.read_text(errors='replace')[-2000:]}")
+        wait_until_ready(self.process, f"{self.url}/-/ready", READY_TIMEOUT_SECONDS, name="prometheus", stop=self.stop,
+                         log_tail=lambda: self.log_path.read_text(errors="replace")[-2000:])
 
     def stop(self) -> None:
         process = self.process

@@ -88,14 +88,8 @@ class LocalVictoriaMetrics:
         argv = [binary, f"-storageDataPath={self.workdir / 'data'}", f"-httpListenAddr=127.0.0.1:{self.port}",
                 "-retentionPeriod=100y", "-search.disableCache", *self.extra_flags]
         self.process = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            status = wait_until_ready(self.process, f"{self.url}/health", READY_TIMEOUT_SECONDS)
-        except TimeoutError:
-            self.stop()
-            raise SourceUnreachableError(f"victoria-metrics not ready within {READY_TIMEOUT_SECONDS:g} s: "
-                                         f"{self._log_tail()}") from None
-        if status is not None:
-            raise SourceUnreachableError(f"victoria-metrics exited with status {status}: {self._log_tail()}")
+        wait_until_ready(self.process, f"{self.url}/health", READY_TIMEOUT_SECONDS, name="victoria-metrics",
+                         stop=self.stop, log_tail=self._log_tail)
         return self
 
     def _log_tail(self) -> str:
