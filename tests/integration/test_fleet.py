@@ -238,3 +238,28 @@ def test_screen_only_examines_nothing_and_ranks_every_endpoint_by_the_screen(
     assert result.examined == () and result.to_dict()["stages"]["examine"]["requests"] == 0
     scores = [r.screen_score for r in result.ranking if math.isfinite(r.screen_score)]
     assert scores == sorted(scores, reverse=True) and {r.mechanism for r in result.ranking} <= {"screened", "error"}
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_threshold_said_once_selects_the_same_scrapes_as_the_plain_two_sided_condition(
+    engine: str, fleet: tuple[dict[str, str], list[FleetMember]],
+) -> None:
+    """``(thr >= now) < then`` (one threshold) sums exactly what ``now <= thr and then > thr`` sums, on each store."""
+    import httpx
+
+    from pdcensus.fleet.screen_queries import idle_threshold, signal_exprs
+    from pdcensus.series.profiles import get_profile
+
+    profile = get_profile("radiance-1.8")
+    s, before = signal_exprs(profile, ""), signal_exprs(profile, "", offset_seconds=300.0)
+    thr = "(" + idle_threshold(s["prefill"], window_seconds=END - START, window_end=END, step_seconds=15.0) + ")"
+    on = "on (job, instance)"
+    rng = "[59m59s999ms:15s]"
+    plain = f"(({s['prefill']} <= {on} {thr}) and {on} ({before['prefill']} > {on} {thr}))"
+    once = f"(({thr} >= {on} {s['prefill']}) < {on} {before['prefill']})"
+    sums = {}
+    for name, cond in (("plain", plain), ("once", once)):
+        expr = f"sum_over_time(({s['running']} and {on} {cond}){rng})"
+        body = httpx.post(f"{fleet[0][engine]}/api/v1/query", data={"query": expr, "time": f"{END:.3f}"}).json()
+        sums[name] = {r["metric"]["instance"]: float(r["value"][1]) for r in body["data"]["result"]}
+    assert sums["plain"] and sums["once"] == sums["plain"]

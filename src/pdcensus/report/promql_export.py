@@ -102,29 +102,38 @@ def _operation_suffix(window: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "", window) or "window"
 
 
-def census_queries(profile: Profile, *, selector: str = "", window: str = "$__rate_interval") -> list[CensusQuery]:
-    """Every census quantity this profile's metric set can express, as PromQL."""
+def census_queries(profile: Profile, *, selector: str = "", window: str = "$__rate_interval",
+                   offset_seconds: float = 0.0) -> list[CensusQuery]:
+    """Every census quantity this profile's metric set can express, as PromQL.
+
+    ``offset_seconds`` moves every selector back in time (``offset``), so a quantity as it was a
+    while ago is one plain expression, not a subquery (the fleet screen's lags).
+    """
     inner = normalize_selector(selector)
     window = check_window(window, allow_grafana=True)
     w = _operation_suffix(window)
+    off = f" offset {prometheus_duration(offset_seconds)}" if offset_seconds > 0 else ""
 
     def sel(signal: Signal, suffix: str = "") -> str:
         name = profile.name_of(signal)
         assert name is not None
         return f"{name}{suffix}{{{inner}}}" if inner else f"{name}{suffix}"
 
+    def instant(signal: Signal) -> str:
+        return f"{sel(signal)}{off}"
+
     def increase(signal: Signal) -> str:
-        return f"{BY} (increase({sel(signal)}[{window}]))"
+        return f"{BY} (increase({sel(signal)}[{window}]{off}))"
 
     def rate(signal: Signal) -> str:
-        return f"{BY} (rate({sel(signal)}[{window}]))"
+        return f"{BY} (rate({sel(signal)}[{window}]{off}))"
 
     out: list[CensusQuery] = []
     shape_counter = Signal.STEPS if profile.has(Signal.STEPS) else Signal.GENERATION_TOKENS
     if profile.has(shape_counter):
         out.append(CensusQuery(
             "counter_resets", "Counter resets (a new shape starts)",
-            f"{BY} (resets({sel(shape_counter)}[{window}]))", "short",
+            f"{BY} (resets({sel(shape_counter)}[{window}]{off}))", "short",
             "ranking buckets across a restart or a build change: every counter resets there, so a "
             "window with a reset is two shapes", f"resets{w}", "Shape"))
     if profile.has_ledger:
@@ -155,10 +164,10 @@ def census_queries(profile: Profile, *, selector: str = "", window: str = "$__ra
                    "at most 30 s and at most the scrape interval")
     decode_rate, op = "", f"rate{w}"
     if profile.has(Signal.DECODE_TPS):
-        decode_rate, op = f"{BY} ({sel(Signal.DECODE_TPS)})", "sum"
+        decode_rate, op = f"{BY} ({instant(Signal.DECODE_TPS)})", "sum"
     elif profile.has(Signal.GENERATION_TOKENS):
         decode_rate = rate(Signal.GENERATION_TOKENS)
-    prefill_rate = (f"{BY} ({sel(Signal.PREFILL_TPS)})" if profile.has(Signal.PREFILL_TPS)
+    prefill_rate = (f"{BY} ({instant(Signal.PREFILL_TPS)})" if profile.has(Signal.PREFILL_TPS)
                     else rate(Signal.PROMPT_TOKENS) if profile.has(Signal.PROMPT_TOKENS) else "")
     if decode_rate:
         out.append(CensusQuery("decode_tokens_per_second", "Decode tokens/s", decode_rate, "short",
@@ -170,7 +179,7 @@ def census_queries(profile: Profile, *, selector: str = "", window: str = "$__ra
     if decode_rate and profile.has(Signal.RUNNING):
         out.append(CensusQuery(
             "per_stream_decode_tokens_per_second", "Per-stream decode rate (decode / running)",
-            f"{decode_rate} / ({BY} ({sel(Signal.RUNNING)}) > 0)", "short",
+            f"{decode_rate} / ({BY} ({instant(Signal.RUNNING)}) > 0)", "short",
             "reading the batch-pooled decode gauge as one stream's speed: a fuller batch hides a "
             "slower stream", op, "Per-stream decode rate"))
     if profile.has(Signal.TTFT):
@@ -180,7 +189,7 @@ def census_queries(profile: Profile, *, selector: str = "", window: str = "$__ra
             out.append(CensusQuery(
                 f"ttft_seconds_{pct}", f"TTFT {pct}",
                 f"histogram_quantile({q:g}, sum by (job, instance, le) "
-                f"(rate({sel(Signal.TTFT, '_bucket')}[{window}])))", "s",
+                f"(rate({sel(Signal.TTFT, '_bucket')}[{window}]{off})))", "s",
                 f"latency asked under radiance: (it exists only as {ttft_name}); an arriving request "
                 "pays the same steps and shows in no decode number", f"{pct}_{w}", "TTFT"))
     if profile.has(Signal.PREEMPTIONS):
