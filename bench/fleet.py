@@ -128,7 +128,8 @@ def screen_series_only(recording: Recording) -> Recording:
 
 
 def one_size(pool: list[Any], instances: int, hours: float, engines: list[str], examine: int, work: Path,
-             slim: bool = False, stride: str | None = None, screen_only: bool = False) -> list[dict[str, Any]]:
+             slim: bool = False, strides: tuple[str | None, ...] = (None,), screen_only: bool = False
+             ) -> list[dict[str, Any]]:
     t0 = time.monotonic()
     recording, members = vary_fleet(pool, instances, duration_seconds=hours * 3600, seed=instances)
     if slim:
@@ -138,29 +139,32 @@ def one_size(pool: list[Any], instances: int, hours: float, engines: list[str], 
             "vary_seconds": round(time.monotonic() - t0, 1)}
     out = []
     for engine in engines:
-        row = dict(base)
         where = work / f"{engine}-{instances}x{hours:g}"
+        rows = [dict(base) for _ in strides]
         if engine == "prometheus":
             t0 = time.monotonic()
             om = where / "fleet.om"
             where.mkdir(parents=True)
             write_openmetrics(recording, om)
-            row["load_seconds"] = round(time.monotonic() - t0, 1)
+            load = time.monotonic() - t0
             prom = LocalPrometheus.backfilled(om, where / "prometheus")
-            row["load_seconds"] += round(prom.backfill_seconds, 1)
             om.unlink()
             with prom:
                 assert prom.process is not None
-                row.update(measure(engine, prom.url, prom.process.pid, members, hours, examine, stride, screen_only))
+                for row, stride in zip(rows, strides):
+                    row["load_seconds"] = round(load + prom.backfill_seconds, 1)
+                    row.update(measure(engine, prom.url, prom.process.pid, members, hours, examine, stride, screen_only))
+                    print(json.dumps(row), flush=True)
         else:
             with LocalVictoriaMetrics(where) as vm:
                 vm.import_recording(recording)
-                row["load_seconds"] = round(vm.import_seconds, 1)
                 assert vm.process is not None
-                row.update(measure(engine, vm.url, vm.process.pid, members, hours, examine, stride, screen_only))
+                for row, stride in zip(rows, strides):
+                    row["load_seconds"] = round(vm.import_seconds, 1)
+                    row.update(measure(engine, vm.url, vm.process.pid, members, hours, examine, stride, screen_only))
+                    print(json.dumps(row), flush=True)
         shutil.rmtree(where, ignore_errors=True)
-        print(json.dumps(row), flush=True)
-        out.append(row)
+        out += rows
     return out
 
 
@@ -168,7 +172,7 @@ def fit(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """screen seconds ~ a * endpoints^b * hours^c per engine (least squares in logs)."""
     out = {}
     for engine in sorted({r["engine"] for r in rows}):
-        mine = [r for r in rows if r["engine"] == engine]
+        mine = [r for r in rows if r["engine"] == engine and r["stride"] == rows[0]["stride"]]
         if len({r["instances"] for r in mine}) < 2 and len({r["hours"] for r in mine}) < 2:
             continue
         design = np.array([[1.0, np.log(r["instances"]), np.log(r["hours"])] for r in mine])
@@ -190,7 +194,8 @@ def main() -> None:
     parser.add_argument("--screen-series-only", action="store_true",
                         help="store no histogram series (the screen reads none; the census then has no TTFT/ITL)")
     parser.add_argument("--screen-only", action="store_true", help="pass --screen-only: examine nothing")
-    parser.add_argument("--stride", default=None, help="the screen's --stride (default: every scrape)")
+    parser.add_argument("--stride", default=None,
+                        help="the screen's --stride (default: every scrape); comma-separated: each against the same store")
     parser.add_argument("--pool-cache", type=Path, default=None,
                         help="a directory for the pools (one pickle per window length): read if there, else written")
     args = parser.parse_args()
@@ -212,7 +217,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="pdcensus-fleet-") as tmp:
         for instances, hours in sizes:
             rows += one_size(pools[hours], instances, hours, args.engines.split(","), args.examine, Path(tmp),
-                             slim=args.screen_series_only, stride=args.stride, screen_only=args.screen_only)
+                             slim=args.screen_series_only, screen_only=args.screen_only,
+                             strides=tuple(args.stride.split(",")) if args.stride else (None,))
     fitted = fit(rows)
     print(json.dumps({"fit_screen_seconds": fitted}), flush=True)
     if args.out is not None:
