@@ -13,6 +13,7 @@ correlation of the screen's score with the truth's total (all runs, and within e
 Usage::
 
     .venv/bin/python bench/fleet_screen_accuracy.py --out /tmp/screen_accuracy.json
+    .venv/bin/python bench/fleet_screen_accuracy.py --profile vllm --seeds 1   # no step ledger
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from pdcensus.errors import CensusError
 from pdcensus.fleet.run import census_fleet
 from pdcensus.fleet.screen_model import ScreenRow
 from pdcensus.sim.fleet_vary import PoolRun, simulate_pool, vary_fleet
-from pdcensus.sim.run import EPOCH_SECONDS
+from pdcensus.sim.run import EPOCH_SECONDS, simulate
 from pdcensus.sources.victoria_local import LocalVictoriaMetrics
 
 SCENARIOS = ("step-time-sharing", "eviction-tail", "preemption-stall", "healthy", "idle", "protected", "mixed",
@@ -63,11 +64,19 @@ def spearman(a: list[float], b: list[float]) -> float:
     return float(np.corrcoef(rx, ry)[0, 1])
 
 
-def load_pool(cache: Path, seeds: int, hours: float) -> list[PoolRun]:
+def load_pool(cache: Path, seeds: int, hours: float, profile: str) -> list[PoolRun]:
     if cache.exists():
         pool: list[PoolRun] = pickle.loads(cache.read_bytes())
         return pool
-    pool = simulate_pool(SCENARIOS, seeds=seeds, duration_seconds=hours * 3600)
+    if profile == "radiance":
+        pool = simulate_pool(SCENARIOS, seeds=seeds, duration_seconds=hours * 3600)
+    else:  # the same runs under another engine's names (the truth is the same; the metric set differs)
+        pool = []
+        for scenario in SCENARIOS:
+            for seed in range(1, seeds + 1):
+                result = simulate(scenario, duration_seconds=hours * 3600 + 1800.0, seed=seed, profile=profile)
+                pool.append(PoolRun(scenario, seed, result.recording.endpoints[0], dict(result.recording.families),
+                                    result.truth))
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_bytes(pickle.dumps(pool))
     return pool
@@ -86,8 +95,8 @@ def census_losses(recording: Any, census_cache: Path | None) -> dict[str, dict[s
             out[ep.instance] = {"error": str(exc)}
             continue
         ls, v = report.losses, report.verdict
-        per = {"step-time-sharing": ls.step_time_sharing, "eviction": ls.eviction,
-               "preemption-stall": ls.preemption_stall}
+        per = {} if ls is None else {"step-time-sharing": ls.step_time_sharing, "eviction": ls.eviction,
+                                     "preemption-stall": ls.preemption_stall}
         found = {f.mechanism.value: f.loss_share for f in v.found}
         out[ep.instance] = {"mechanism": v.mechanism.value, "per": per, "found": found,
                             "total": float(sum(x for x in found.values() if np.isfinite(x)))}
@@ -102,21 +111,27 @@ def fmt(x: Any) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pool", type=Path, default=Path("/tmp/fleet-pools/pool-2h-3seeds.pkl"))
+    parser.add_argument("--pool", type=Path, default=None,
+                        help="the pool's pickle (default /tmp/fleet-pools/pool-<H>h-<seeds>seeds[-<profile>].pkl): "
+                             "read if there, else simulated and written")
+    parser.add_argument("--profile", default="radiance", help="the simulator's metric names (radiance, vllm, ...)")
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--hours", type=float, default=2.0)
     parser.add_argument("--census-cache", type=Path, default=None,
                         help="a JSON file for the census results (they do not depend on the screen): read if there")
     parser.add_argument("--out", type=Path, default=None)
     args = parser.parse_args()
-    pool = load_pool(args.pool, args.seeds, args.hours)
+    suffix = "" if args.profile == "radiance" else f"-{args.profile}"
+    pool_path = args.pool or Path(f"/tmp/fleet-pools/pool-{args.hours:g}h-{args.seeds}seeds{suffix}.pkl")
+    pool = load_pool(pool_path, args.seeds, args.hours, args.profile)
     recording, members = vary_fleet(pool, len(pool), duration_seconds=args.hours * 3600, seed=len(pool))
     start, end = EPOCH_SECONDS, EPOCH_SECONDS + args.hours * 3600
     t0 = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="pdcensus-accuracy-") as tmp:
         with LocalVictoriaMetrics(Path(tmp)) as vm:
             vm.import_recording(recording)
-            result = census_fleet(vm.url, start=start, end=end, screen_only=True)
+            result = census_fleet(vm.url, start=start, end=end, screen_only=True,
+                                  selector=f'{{job="{recording.endpoints[0].job}"}}')
     screen_seconds = time.monotonic() - t0
     census = census_losses(recording, args.census_cache)
     rows: dict[str, ScreenRow] = {r.instance: r for r in result.screen}
@@ -128,7 +143,7 @@ def main() -> None:
         terms = {t: float(getattr(r, t)) for t in TERMS if hasattr(r, t)}
         table.append({"instance": m.instance, "scenario": m.scenario, "seed": m.seed, "truth": truth,
                       "truth_total": sum(truth.values()), "score": r.score, "flags": [f.value for f in r.flags],
-                      "terms": terms, "census": c.get("per", {}), "census_found": c.get("found", {}),
+                      "terms": terms, "sums": dict(r.sums), "census": c.get("per", {}), "census_found": c.get("found", {}),
                       "census_total": c.get("total", float("nan")), "census_mechanism": c.get("mechanism", "")})
     print(f"screen: {screen_seconds:.1f} s for {len(members)} endpoints (VictoriaMetrics, incl. import)")
     head = ("scenario", "seed", "truth sts/ev/pre", "score", *[t.replace("_loss", "").replace("_share", "")

@@ -1,21 +1,29 @@
 """What the screen says about one endpoint: a few sums from the store, and the estimates read from them.
 
-The screen flags and ranks; it never names a mechanism. Its ``score`` is an estimate of the share
-of decoders' time lost (sequence-time weighted, like the census's loss shares), the sum of these
-contrasts read from the store's sums (:mod:`pdcensus.fleet.screen_queries`):
+The screen flags and ranks; it never names a mechanism. Its ``score`` estimates the census's own
+total: the share of decoders' time lost, sequence-time weighted, summed over the three mechanisms,
+each term the quantity the census computes for it (:mod:`pdcensus.census.measure`), read from the
+store's sums (:mod:`pdcensus.fleet.screen_queries`):
 
-* lag 0: running sequence-time in busy scrapes, less what idle speed would have needed for the
-  decode done there: ``(running_busy - decode_busy / baseline) / running_all``;
-* tail: the same over scrapes idle now with prefill 2-14 min before;
-* inflation (engines with the step ledger): decode-only steps slower than the window's fast ones
-  (:attr:`ScreenRow.inflation_loss`); the larger of this and the tail counts, as both read an
-  eviction's lagged tail (a fuller batch also slows decode-only steps: the screen does not tell
-  the two apart, the census does);
+* step-time sharing: with the step ledger, the chunk steps' time beyond what the same steps take
+  decode-only, weighted by the running sequences (the census's ledger sharing); without one, the
+  lag-0 loss, running sequence-time in busy scrapes less what idle speed would have needed for
+  the decode done there, ``(running_busy - decode_busy / idle) / running_all`` (the census's
+  collapse, against every idle scrape as the census's bucket table reads it);
+* eviction: the larger of the tail loss (the same over scrapes idle now with prefill 2-14 min
+  before, against the clean scrapes) and, with the ledger, the residency: decode-only steps
+  slower than the undisturbed one times every step, weighted by the running sequences, as the
+  census's ledger computes it (its reference: :attr:`ScreenRow.reference_step`);
 * preemption: the preempted depth's share of running + preempted sequence-time (engines that
   export the depth; elsewhere the bursts are counted and the endpoint is flagged).
 
-The baseline per-stream rate is decode / running over scrapes with no prefill in the last 14 min
-(*clean*), or over every idle scrape when too few are clean. A flag marks an endpoint whose
+Each lost sequence-second is counted once: with a ledger the busy scrapes' rate deficit (which
+also holds a preempted sequence's re-prefill and an eviction's slow steps) is not added; the
+two readings of an eviction are one term. ``inflation_loss`` (decode-only steps against the 10th
+percentile, unweighted) is kept as a reading, not in the score.
+
+The tail's baseline per-stream rate is decode / running over scrapes with no prefill in the last
+14 min (*clean*), or over every idle scrape when too few are clean. A flag marks an endpoint whose
 number the screen cannot vouch for, so the census must look at it whatever its score:
 no idle baseline, a restart or build change inside the window (two shapes), preemptions it
 cannot weigh, a queue that grew by more than a whole running batch (its mean in the window's
