@@ -16,6 +16,8 @@ import pytest
 
 from pdcensus.fleet.run import pick
 from pdcensus.fleet.screen_model import ScreenRow
+from pdcensus.fleet.screen_queries import screen_queries
+from pdcensus.series.profiles import PROFILES, Signal
 
 ALL = 1000.0  # running sequence-scrapes in the window
 
@@ -104,3 +106,18 @@ def test_after_the_worst_of_each_term_the_places_follow_the_total() -> None:
     assert {r.instance for r in pick(rows, 2)} == {"evict-a", "share-a"}
     assert {r.instance for r in pick(rows, 3)} == {"evict-a", "share-a", "evict-b"}
     assert {r.instance for r in pick(rows, 4)} == {"evict-a", "share-a", "evict-b", "evict-c"}
+
+
+@pytest.mark.parametrize("profile", ["radiance-1.8", "radiance-1.0.13", "vllm-v1", "sglang"])
+def test_the_ledger_losses_are_asked_only_where_the_ledger_is_and_are_weighted_by_the_running_sequences(
+        profile: str) -> None:
+    queries = {q.name: q for q in screen_queries(PROFILES[profile], "", chunk_seconds=3600.0, step_seconds=15.0,
+                                                 window_seconds=7200.0, window_end=1_793_498_400.0)}
+    ledger = {"ledger_sharing", "residency_step_seconds", "residency_steps", "decode_step_q50"}
+    assert (ledger <= queries.keys()) == PROFILES[profile].has_ledger
+    if PROFILES[profile].has_ledger:
+        running = PROFILES[profile].name_of(Signal.RUNNING)
+        assert running is not None
+        for name in ("ledger_sharing", "residency_step_seconds", "residency_steps"):
+            assert queries[name].additive and running in queries[name].expr, name
+        assert not queries["decode_step_q50"].additive and "quantile_over_time(0.5," in queries["decode_step_q50"].expr
