@@ -66,14 +66,14 @@ def test_the_lag0_loss_is_the_busy_sequence_time_idle_speed_would_have_saved() -
     assert row.flags == ()
 
 
-def test_the_inflation_and_the_tail_are_one_eviction_the_larger_counts() -> None:
+def test_the_residency_and_the_tail_are_one_eviction_the_larger_counts() -> None:
     row = _row(running_clean=500.0, decode_clean=5000.0, running_idle=800.0, decode_idle=7000.0,
                running_busy=0.0, decode_busy=0.0, running_tail=300.0, decode_tail=2400.0,
-               steps_decode=1000.0, step_seconds_decode=20.0, step_seconds=25.0, steps=1010.0,
-               decode_step_q10=0.015)
+               decode_step_q10=0.015, decode_step_q50=0.016, residency_step_seconds=1000.0 * 0.020 * 60,
+               residency_steps=1000.0 * 60)
     assert row.tail_loss == pytest.approx((300 - 240) / 1000)
-    assert row.inflation_loss == pytest.approx((1 - 0.015 / 0.020) * 0.8)
-    assert row.score == pytest.approx(max(row.tail_loss, row.inflation_loss))
+    assert row.residency_loss == pytest.approx((0.020 - 0.016) * 60)  # 24 % of the running sequences' time
+    assert row.score == pytest.approx(max(row.tail_loss, row.residency_loss))
 
 
 def test_an_endpoint_with_no_idle_baseline_is_flagged_not_scored() -> None:
@@ -105,7 +105,8 @@ def test_an_unanswered_endpoint_is_flagged_not_screened_and_its_row_survives_the
     assert row.flags == (ScreenFlag.NOT_SCREENED,)
     again = ScreenRow.from_dict(row.to_dict())
     assert again.error == row.error and again.flags == row.flags
-    full = _row(running_clean=500.0, decode_clean=5000.0, running_busy=200.0, decode_busy=1000.0 / 3)
+    full = _row(running_clean=500.0, decode_clean=5000.0, running_idle=600.0, decode_idle=5900.0, running_busy=200.0,
+                decode_busy=1000.0 / 3)
     assert ScreenRow.from_dict(full.to_dict()).score == full.score
 
 

@@ -263,3 +263,17 @@ def test_the_threshold_said_once_selects_the_same_scrapes_as_the_plain_two_sided
         body = httpx.post(f"{fleet[0][engine]}/api/v1/query", data={"query": expr, "time": f"{END:.3f}"}).json()
         sums[name] = {r["metric"]["instance"]: float(r["value"][1]) for r in body["data"]["result"]}
     assert sums["plain"] and sums["once"] == sums["plain"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_the_screen_alone_puts_eviction_tail_and_mixed_first_as_the_census_does(
+    engine: str, results: dict[str, FleetResult], fleet: tuple[dict[str, str], list[FleetMember]],
+) -> None:
+    """The screen estimates the census's own terms: a preemption stall no longer reads above an eviction tail."""
+    scenario = _scenario(fleet[1])
+    scored = sorted((r for r in results[engine].screen if math.isfinite(r.score)), key=lambda r: -r.score)
+    assert {scenario[r.instance] for r in scored[:2]} == {"eviction-tail", "mixed"}, [
+        (scenario[r.instance], round(r.score, 3)) for r in scored]
+    for r in scored:  # the eviction tail's loss is read as eviction (the ledger's residency), not as sharing
+        if scenario[r.instance] == "eviction-tail":
+            assert r.eviction_term > max(r.sharing_term, r.preemption_share if math.isfinite(r.preemption_share) else 0)

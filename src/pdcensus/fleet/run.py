@@ -140,15 +140,16 @@ def examine_batch_size(batch_size: int, window_seconds: float) -> int:
 
 
 def pick(rows: list[ScreenRow], k: int) -> list[ScreenRow]:
-    """Every flagged endpoint, and ``k`` others shared between the screen's rankings (in screen-score order).
+    """Every flagged endpoint, and ``k`` others: the worst of each of the screen's terms, then by its total.
 
     The flagged ones are examined whatever their score, so the K places go to endpoints that would
-    not be examined otherwise: the local work is K plus the flagged. The places are dealt in turn
-    from four rankings: the total score, then each term of it alone (the tail after prefill, the
-    lag-0 loss, the preempted share). The screen's terms are not equally well calibrated across
-    mechanisms (on simulated fleets it reads an eviction tail at about 0.27 where the census finds
-    0.43-0.53, and a preemption stall high), so a total alone can leave a whole mechanism's worst
-    endpoints out of K; the worst of each term is always examined.
+    not be examined otherwise: the local work is K plus the flagged. The first places go to the
+    worst endpoint of each ranking in turn: the total score, then each term alone (eviction: the
+    tail after prefill or the ledger's residency; step-time sharing; the preempted share), so
+    that a term the total underweighs on some engine still has its worst examined. The rest of K
+    follows the total, which estimates the census's own sum term by term
+    (:attr:`ScreenRow.score`): dealing every place round-robin from the terms would give a
+    quarter of K to each term's runners-up however little they lose.
     """
     def key(r: ScreenRow) -> tuple[float, str, str]:
         return (-r.score if math.isfinite(r.score) else math.inf, r.job, r.instance)
@@ -160,22 +161,15 @@ def pick(rows: list[ScreenRow], k: int) -> list[ScreenRow]:
         # only endpoints where the term shows a loss: a ranking of zeros would deal places by name
         return sorted((r for r in ordered if not r.flags and term(r) > 0), key=term_key)
 
-    def after(r: ScreenRow) -> float:
-        inflation = r.inflation_loss
-        return max(r.tail_loss, inflation) if math.isfinite(inflation) else r.tail_loss
-
     ordered = sorted(rows, key=key)
-    # the total first and last: with every term ranking spent, the rest of K follows the total
-    rankings = [by(lambda r: r.score), by(after), by(lambda r: r.lag0_loss), by(lambda r: r.preemption_share)]
+    rankings = [by(lambda r: r.score), by(lambda r: r.eviction_term), by(lambda r: r.sharing_term),
+                by(lambda r: r.preemption_share)]
     everyone = [r for r in ordered if not r.flags]
     top: set[tuple[str, str]] = set()
-    depth = 0
-    while len(top) < min(k, len(everyone)) and depth < len(everyone):
-        for ranking in rankings:
-            if depth < len(ranking) and len(top) < k:
-                top.add((ranking[depth].job, ranking[depth].instance))
-        depth += 1
-    for r in everyone:  # endpoints no term ranks (no finite loss anywhere), by the total's order
+    for ranking in rankings:
+        if ranking and len(top) < k:
+            top.add((ranking[0].job, ranking[0].instance))
+    for r in everyone:  # the rest of K by the total (endpoints with no finite score last)
         if len(top) >= k:
             break
         top.add((r.job, r.instance))

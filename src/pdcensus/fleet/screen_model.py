@@ -1,21 +1,29 @@
 """What the screen says about one endpoint: a few sums from the store, and the estimates read from them.
 
-The screen flags and ranks; it never names a mechanism. Its ``score`` is an estimate of the share
-of decoders' time lost (sequence-time weighted, like the census's loss shares), the sum of these
-contrasts read from the store's sums (:mod:`pdcensus.fleet.screen_queries`):
+The screen flags and ranks; it never names a mechanism. Its ``score`` estimates the census's own
+total: the share of decoders' time lost, sequence-time weighted, summed over the three mechanisms,
+each term the quantity the census computes for it (:mod:`pdcensus.census.measure`), read from the
+store's sums (:mod:`pdcensus.fleet.screen_queries`):
 
-* lag 0: running sequence-time in busy scrapes, less what idle speed would have needed for the
-  decode done there: ``(running_busy - decode_busy / baseline) / running_all``;
-* tail: the same over scrapes idle now with prefill 2-14 min before;
-* inflation (engines with the step ledger): decode-only steps slower than the window's fast ones
-  (:attr:`ScreenRow.inflation_loss`); the larger of this and the tail counts, as both read an
-  eviction's lagged tail (a fuller batch also slows decode-only steps: the screen does not tell
-  the two apart, the census does);
+* step-time sharing: with the step ledger, the chunk steps' time beyond what the same steps take
+  decode-only, weighted by the running sequences (the census's ledger sharing); without one, the
+  lag-0 loss, running sequence-time in busy scrapes less what idle speed would have needed for
+  the decode done there, ``(running_busy - decode_busy / idle) / running_all`` (the census's
+  collapse, against every idle scrape as the census's bucket table reads it);
+* eviction: the larger of the tail loss (the same over scrapes idle now with prefill 2-14 min
+  before, against the clean scrapes) and, with the ledger, the residency: decode-only steps
+  slower than the undisturbed one times every step, weighted by the running sequences, as the
+  census's ledger computes it (its reference: :attr:`ScreenRow.reference_step`);
 * preemption: the preempted depth's share of running + preempted sequence-time (engines that
   export the depth; elsewhere the bursts are counted and the endpoint is flagged).
 
-The baseline per-stream rate is decode / running over scrapes with no prefill in the last 14 min
-(*clean*), or over every idle scrape when too few are clean. A flag marks an endpoint whose
+Each lost sequence-second is counted once: with a ledger the busy scrapes' rate deficit (which
+also holds a preempted sequence's re-prefill and an eviction's slow steps) is not added; the
+two readings of an eviction are one term. ``inflation_loss`` (decode-only steps against the 10th
+percentile, unweighted) is kept as a reading, not in the score.
+
+The tail's baseline per-stream rate is decode / running over scrapes with no prefill in the last
+14 min (*clean*), or over every idle scrape when too few are clean. A flag marks an endpoint whose
 number the screen cannot vouch for, so the census must look at it whatever its score:
 no idle baseline, a restart or build change inside the window (two shapes), preemptions it
 cannot weigh, a queue that grew by more than a whole running batch (its mean in the window's
@@ -31,6 +39,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from pdcensus.census.ledger import FAST_CLUSTER_FACTOR
 from pdcensus.fleet.screen_queries import LAGS_SECONDS
 
 MIN_BASELINE_SHARE = 0.05  # a baseline needs at least this share of the running sequence-time
@@ -88,8 +97,15 @@ class ScreenRow:
     def per_stream(self, cond: str) -> float:
         return _ratio(self.get(f"decode_{cond}"), self.get(f"running_{cond}"))
 
-    def _loss(self, cond: str) -> float:
-        base = self.baseline_per_stream
+    @property
+    def idle_per_stream(self) -> float:
+        """Per-stream decode over every idle scrape (the census's lag-0 reference, its bucket table's idle row)."""
+        if not (self.get("running_idle") >= MIN_BASELINE_SHARE * self.get("running_all") and self.get("running_idle") > 0):
+            return math.nan
+        return self.per_stream("idle")
+
+    def _loss(self, cond: str, base: float | None = None) -> float:
+        base = self.baseline_per_stream if base is None else base
         running, decode = self.get(f"running_{cond}"), self.get(f"decode_{cond}")
         if not (base > 0 and self.get("running_all") > 0):
             return math.nan
@@ -99,7 +115,8 @@ class ScreenRow:
 
     @property
     def lag0_loss(self) -> float:
-        return self._loss("busy")
+        """Busy sequence-time beyond what idle speed needed: the census's rate-based collapse (idle reference)."""
+        return self._loss("busy", self.idle_per_stream)
 
     @property
     def tail_loss(self) -> float:
@@ -137,16 +154,71 @@ class ScreenRow:
         return max(0.0, 1.0 - ref / mean) * share
 
     @property
+    def reference_step(self) -> float:
+        """The undisturbed decode-only step ``d0``, chosen as the census chooses its reference.
+
+        The census takes the most common decode-only step (a half-sample mode), or, where a cluster
+        at least ``FAST_CLUSTER_FACTOR`` x faster holds ``FAST_CLUSTER_SHARE`` of the intervals (an
+        eviction covering most of the window), that cluster's (:func:`pdcensus.census.ledger._reference`).
+        PromQL has no mode; the median of the per-minute mean stands for it (the same for a
+        symmetric undisturbed spread, and like the mode unmoved by a tail over less than half the
+        window), and the 10th percentile for the fast cluster when it is that much faster.
+        """
+        q10, q50 = self.get("decode_step_q10"), self.get("decode_step_q50")
+        if not q50 > 0:
+            return q10 if q10 > 0 else math.nan
+        return q10 if 0 < q10 < q50 / FAST_CLUSTER_FACTOR else q50
+
+    @property
+    def sharing_loss(self) -> float:
+        """The ledger's step-time sharing: chunk time beyond decode-only steps, running-weighted (NaN without)."""
+        return _ratio(self.get("ledger_sharing"), self.get("running_all"))
+
+    @property
+    def residency_loss(self) -> float:
+        """The ledger's eviction: decode-only steps slower than ``d0``, times every step, running-weighted.
+
+        The census's ``(step - d0) x steps`` per interval weighted by the running sequences over
+        their time (:mod:`pdcensus.census.ledger`), from two sums: ``sum running x step x steps/s``
+        less ``d0 x sum running x steps/s``. Negative intervals count, as in the census.
+        """
+        d0 = self.reference_step
+        num = self.get("residency_step_seconds") - d0 * self.get("residency_steps")
+        return _ratio(num, self.get("running_all"))
+
+    @property
+    def sharing_term(self) -> float:
+        """Step-time sharing as the census reads it: the ledger where the engine has one, else the lag-0 loss."""
+        sharing = self.sharing_loss
+        return sharing if math.isfinite(sharing) else self.lag0_loss
+
+    @property
+    def eviction_term(self) -> float:
+        """Eviction as the census reads it: the larger of the lagged-tail deficit and the ledger's residency.
+
+        (The census also takes the deficit before recovery, a fit PromQL cannot make.)
+        """
+        tail, residency = self.tail_loss, self.residency_loss
+        if not math.isfinite(residency):
+            return tail
+        return max(residency, tail) if math.isfinite(tail) else residency
+
+    @property
     def score(self) -> float:
-        """Estimated share of decoders' time lost (NaN when the screen has no baseline; 0 with no decoders)."""
+        """Estimated share of decoders' time lost (NaN when the screen has no baseline; 0 with no decoders).
+
+        The census's sum, term by term: sharing + eviction + preemption stall, each the census's
+        own quantity over the same denominator (running sequence-time; the stall's share counts
+        the preempted sequences too). Each lost sequence-second is counted by one term: with a
+        ledger the sharing term is the chunk steps' excess, not the busy scrapes' rate deficit,
+        which also holds the preempted sequences' re-prefill and the residency tail's slow steps.
+        """
         if self.get("scrapes") > 0 and self.get("running_all") == 0:
             return 0.0  # no sequence decoded in the window: nothing to lose
-        lag0, tail = self.lag0_loss, self.tail_loss
-        if not (math.isfinite(lag0) and math.isfinite(tail)):
+        if not (math.isfinite(self.lag0_loss) and math.isfinite(self.tail_loss)):
             return math.nan
-        inflation, pre = self.inflation_loss, self.preemption_share
-        after = max(tail, inflation) if math.isfinite(inflation) else tail  # two reads of one eviction tail
-        return lag0 + after + (pre if math.isfinite(pre) else 0.0)
+        pre = self.preemption_share
+        return max(0.0, self.sharing_term) + max(0.0, self.eviction_term) + (pre if math.isfinite(pre) else 0.0)
 
     @property
     def flags(self) -> tuple[ScreenFlag, ...]:
@@ -175,6 +247,9 @@ class ScreenRow:
             "score": num(self.score), "flags": [f.value for f in self.flags],
             "lag0_loss": num(self.lag0_loss), "tail_loss": num(self.tail_loss),
             "preemption_share": num(self.preemption_share), "inflation_loss": num(self.inflation_loss),
+            "sharing_loss": num(self.sharing_loss), "residency_loss": num(self.residency_loss),
+            "reference_step": num(self.reference_step), "sharing_term": num(self.sharing_term),
+            "eviction_term": num(self.eviction_term),
             "baseline": self.baseline_kind or None, "baseline_per_stream": num(self.baseline_per_stream),
             "busy_per_stream": num(self.per_stream("busy")), "tail_per_stream": num(self.per_stream("tail")),
             "lag_ratio": {f"{lag:g}s": num(self.lag_ratio(lag)) for lag in LAGS_SECONDS},

@@ -133,15 +133,15 @@ def idle_threshold(prefill: str, *, window_seconds: float, window_end: float, st
 
 
 def decode_step_reference(profile: Profile, inner: str, *, window_seconds: float, window_end: float,
-                          step_seconds: float) -> str:
-    """The 10th percentile over the window of the per-minute mean decode-only step (a fast, unimpaired step)."""
+                          step_seconds: float, quantile: float = 0.1) -> str:
+    """A quantile over the window of the per-minute mean decode-only step (the 10th: a fast, unimpaired step)."""
     steps, seconds = profile.name_of(Signal.STEPS_DECODE), profile.name_of(Signal.STEP_SECONDS_DECODE)
     assert steps is not None and seconds is not None
     per_minute = (f"{BY} (increase({_sel(seconds, inner)}[{RATE_WINDOW}])) / "
                   f"({BY} (increase({_sel(steps, inner)}[{RATE_WINDOW}])) > 0)")
     every = quantile_step(window_seconds, step_seconds)
     rng = f"[{prometheus_duration(window_seconds)}:{prometheus_duration(every)}] @ {window_end:.3f}"
-    return f"quantile_over_time(0.1, ({per_minute}){rng})"
+    return f"quantile_over_time({quantile:g}, ({per_minute}){rng})"
 
 
 def screen_queries(profile: Profile, inner: str, *, chunk_seconds: float, step_seconds: float,
@@ -199,6 +199,8 @@ def screen_queries(profile: Profile, inner: str, *, chunk_seconds: float, step_s
         out.append(ScreenQuery("decode_step_q10", decode_step_reference(profile, inner, window_seconds=window_seconds,
                                                                        window_end=window_end,
                                                                        step_seconds=step_seconds), additive=False))
+        out += ledger_loss_queries(profile, inner, running, rng, window_seconds=window_seconds, window_end=window_end,
+                                   step_seconds=step_seconds)
     preempt = profile.name_of(Signal.PREEMPTIONS)
     if preempt is not None:
         two = prometheus_duration(2 * step_seconds)
@@ -208,6 +210,43 @@ def screen_queries(profile: Profile, inner: str, *, chunk_seconds: float, step_s
     if shape is not None:
         out.append(ScreenQuery("resets", f"{BY} (resets({_sel(shape, inner)}[{window}]))"))
     return out
+
+
+def ledger_loss_queries(profile: Profile, inner: str, running: str, rng: str, *, window_seconds: float,
+                        window_end: float, step_seconds: float) -> list[ScreenQuery]:
+    """The census's two ledger losses as running-weighted sums (:mod:`pdcensus.census.ledger`).
+
+    Per scrape, with 1-minute rates of the step counters and ``running`` as the weight, as the
+    census weights each interval by its running sequences:
+
+    * ``ledger_sharing``: chunk-step time beyond what the same steps take decode-only,
+      ``running x max(0, chunk seconds/s - chunk steps/s x decode-only step)`` (the decode-only
+      step of a minute without one: the window's median, as the census falls back to its reference);
+    * ``residency_step_seconds`` and ``residency_steps``: ``running x decode-only step x steps/s``
+      and ``running x steps/s``, so that the residency loss ``sum running x (step - d0) x steps/s``
+      is their difference once the reference ``d0`` is chosen (:class:`pdcensus.fleet.screen_model.ScreenRow`);
+    * ``decode_step_q50``: the window's median per-minute decode-only step (with ``decode_step_q10``
+      the two quantiles that choose ``d0``).
+    """
+    names = {s: profile.name_of(s) for s in (Signal.STEPS, Signal.STEPS_DECODE, Signal.STEP_SECONDS,
+                                             Signal.STEP_SECONDS_DECODE)}
+    rate = {s: f"{BY} (rate({_sel(n, inner)}[{RATE_WINDOW}]))" for s, n in names.items() if n is not None}
+    median = decode_step_reference(profile, inner, window_seconds=window_seconds, window_end=window_end,
+                                   step_seconds=step_seconds, quantile=0.5)
+    step = (f"(({rate[Signal.STEP_SECONDS_DECODE]} / ({rate[Signal.STEPS_DECODE]} > 0)) "
+            f"or on (job, instance) ({median}))")
+    chunk_seconds = f"({rate[Signal.STEP_SECONDS]} - on (job, instance) {rate[Signal.STEP_SECONDS_DECODE]})"
+    chunk_steps = f"({rate[Signal.STEPS]} - on (job, instance) {rate[Signal.STEPS_DECODE]})"
+    sharing = f"clamp_min({chunk_seconds} - on (job, instance) ({chunk_steps} * on (job, instance) {step}), 0)"
+    on = "* on (job, instance)"
+    return [
+        ScreenQuery("ledger_sharing", f"sum_over_time(({running} {on} {sharing}){rng})"),
+        ScreenQuery("residency_step_seconds", f"sum_over_time(({running} {on} ({rate[Signal.STEP_SECONDS_DECODE]} / "
+                                              f"({rate[Signal.STEPS_DECODE]} > 0)) {on} {rate[Signal.STEPS]}){rng})"),
+        ScreenQuery("residency_steps", f"sum_over_time(({running} {on} ({rate[Signal.STEPS]} and on (job, instance) "
+                                       f"({rate[Signal.STEPS_DECODE]} > 0))){rng})"),
+        ScreenQuery("decode_step_q50", median, additive=False),
+    ]
 
 
 def queue_query(profile: Profile, inner: str, *, span_seconds: float, step_seconds: float) -> str | None:
