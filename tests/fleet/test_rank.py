@@ -56,7 +56,7 @@ def test_inconclusive_then_screened_only_then_failed_come_after_every_examined_v
 
 def test_the_examined_set_is_every_flagged_endpoint_and_the_top_k_of_the_others() -> None:
     def row(instance: str, running_busy: float, **extra: float) -> ScreenRow:
-        sums = {"scrapes": 10.0, "running_all": 100.0, "running_clean": 50.0, "decode_clean": 500.0,
+        sums = {"scrapes": 100.0, "running_all": 100.0, "running_clean": 50.0, "decode_clean": 500.0,
                 "running_idle": 50.0, "decode_idle": 500.0,  # the clean scrapes are idle ones
                 "running_busy": running_busy, "decode_busy": running_busy * 5, "running_tail": 0.0, **extra}
         return ScreenRow("r", instance, "radiance-1.8", sums)
@@ -70,7 +70,7 @@ def test_the_examined_set_is_every_flagged_endpoint_and_the_top_k_of_the_others(
 def test_the_worst_tail_is_examined_even_where_the_total_ranks_two_sharing_endpoints_above_it() -> None:
     """K places are dealt from each term's ranking, so a term the total underweighs still gets its worst in."""
     def row(instance: str, running_busy: float, running_tail: float) -> ScreenRow:
-        sums = {"scrapes": 10.0, "running_all": 100.0, "running_clean": 50.0, "decode_clean": 500.0,
+        sums = {"scrapes": 100.0, "running_all": 100.0, "running_clean": 50.0, "decode_clean": 500.0,
                 "running_idle": 50.0, "decode_idle": 500.0,  # the clean scrapes are idle ones
                 "running_busy": running_busy, "decode_busy": running_busy * 5,
                 "running_tail": running_tail, "decode_tail": running_tail * 8}

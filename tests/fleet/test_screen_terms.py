@@ -121,3 +121,29 @@ def test_the_ledger_losses_are_asked_only_where_the_ledger_is_and_are_weighted_b
         for name in ("ledger_sharing", "residency_step_seconds", "residency_steps"):
             assert queries[name].additive and running in queries[name].expr, name
         assert not queries["decode_step_q50"].additive and "quantile_over_time(0.5," in queries["decode_step_q50"].expr
+
+
+@pytest.mark.parametrize("clean_share", [0.049, 0.051])
+def test_the_tail_baseline_needs_the_census_s_scrape_count_not_a_share_so_a_day_long_tail_does_not_jump(
+    clean_share: float,
+) -> None:
+    # a day at 15 s, 10 sequences running: clean scrapes hold ~5 % of the sequence-time either side of
+    # the old 5 % share rule; both are hundreds of scrapes, and the tail is read against them both times
+    scrapes, running = 5760.0, 10.0
+    total = scrapes * running
+    clean, tail = clean_share * total, 0.3 * total
+    row = ScreenRow("radiance", "a:1", "radiance-1.8", {
+        "scrapes": scrapes, "running_all": total, "running_clean": clean, "decode_clean": clean * 10.0,
+        "running_idle": clean + tail, "decode_idle": clean * 10.0 + tail * 5.0,
+        "running_tail": tail, "decode_tail": tail * 5.0, "running_busy": 0.0, "decode_busy": 0.0}, 1.0, 1.0)
+    assert row.baseline_kind == "clean"
+    assert row.tail_loss == pytest.approx(0.3 * 0.5)
+
+
+def test_a_baseline_of_fewer_scrapes_than_the_census_s_contrast_needs_is_not_used() -> None:
+    # 9 scrapes' worth of clean sequence-time at a mean batch of 10: the idle scrapes stand in
+    row = ScreenRow("radiance", "a:1", "radiance-1.8", {
+        "scrapes": 240.0, "running_all": 2400.0, "running_clean": 90.0, "decode_clean": 900.0,
+        "running_idle": 1200.0, "decode_idle": 9000.0, "running_tail": 0.0, "decode_tail": 0.0}, 1.0, 1.0)
+    assert row.baseline_kind == "idle"
+    assert row.baseline_per_stream == pytest.approx(7.5)

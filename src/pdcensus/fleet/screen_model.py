@@ -40,9 +40,14 @@ from enum import Enum
 from typing import Any
 
 from pdcensus.census.ledger import FAST_CLUSTER_FACTOR
+from pdcensus.census.verdict_caps import MIN_GROUP_SAMPLES
 from pdcensus.fleet.screen_queries import LAGS_SECONDS
 
-MIN_BASELINE_SHARE = 0.05  # a baseline needs at least this share of the running sequence-time
+# A baseline needs this many scrapes' worth of running sequence-time (the census's MIN_GROUP_SAMPLES: the
+# scrapes its contrasts need on each side). A share of the window (5 %, before) made the tail's baseline
+# jump from the clean scrapes to every idle one, and an eviction tail's loss from ~0.15 to ~0.01, when noise
+# moved an endpoint across it (seen on 24 h eviction-tail runs whose clean share is about 5 %).
+MIN_BASELINE_SCRAPES = MIN_GROUP_SAMPLES
 
 
 class ScreenFlag(str, Enum):
@@ -82,12 +87,16 @@ class ScreenRow:
 
     @property
     def baseline_kind(self) -> str:
-        all_ = self.get("running_all")
-        if self.get("running_clean") >= MIN_BASELINE_SHARE * all_ and self.get("running_clean") > 0:
+        if self._enough("clean"):
             return "clean"
-        if self.get("running_idle") >= MIN_BASELINE_SHARE * all_ and self.get("running_idle") > 0:
+        if self._enough("idle"):
             return "idle"
         return ""
+
+    def _enough(self, cond: str) -> bool:
+        """At least ``MIN_BASELINE_SCRAPES`` scrapes' worth (at the mean running batch) of sequence-time under ``cond``."""
+        running, mean = self.get(f"running_{cond}"), _ratio(self.get("running_all"), self.get("scrapes"))
+        return running > 0 and math.isfinite(mean) and running >= MIN_BASELINE_SCRAPES * mean
 
     @property
     def baseline_per_stream(self) -> float:
@@ -100,7 +109,7 @@ class ScreenRow:
     @property
     def idle_per_stream(self) -> float:
         """Per-stream decode over every idle scrape (the census's lag-0 reference, its bucket table's idle row)."""
-        if not (self.get("running_idle") >= MIN_BASELINE_SHARE * self.get("running_all") and self.get("running_idle") > 0):
+        if not self._enough("idle"):
             return math.nan
         return self.per_stream("idle")
 
