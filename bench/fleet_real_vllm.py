@@ -211,12 +211,29 @@ def _print(members: list[Member], files: dict[str, dict[str, Any]], results: dic
     for row in rows:
         print(("| " if markdown else "") + sep.join(row) + (" |" if markdown else ""))
     loss = [total_loss(files[m.instance]["verdict"]) for m in members]
+    for e in engines:
+        store = {r["endpoint"]["instance"]: r["verdict"] for r in results[e]["endpoints"]}
+        same = sum(store[i]["mechanism"] == files[i]["verdict"]["mechanism"] for i in store)
+        gap = max((abs(total_loss(store[i]) - total_loss(files[i]["verdict"])) for i in store), default=math.nan)
+        print(f"{e}: store census = file census (verdict) on {same} of {len(members)} runs "
+              f"({len(store)} examined); largest loss difference {gap:.4f}")
+    if len(engines) == 2:
+        a, b = (screen[e] for e in engines)
+        diffs = {i: abs(a[i]["score"] - b[i]["score"]) for i in a
+                 if a[i].get("score") is not None and b[i].get("score") is not None}
+        worst = sorted(diffs.items(), key=lambda kv: -kv[1])[:4]
+        print("screen score, |prometheus - victoria-metrics|: largest " +
+              ", ".join(f"{k.removesuffix(':8888')} {v:.4f}" for k, v in worst))
     print(f"\nwindow {start:.0f}-{end:.0f} ({end - start:.0f} s), {len(members)} runs, step {STEP}")
     for e in engines:
         score = [screen[e][m.instance]["score"] if screen[e][m.instance]["score"] is not None else math.nan
                  for m in members]
         rho = spearman(score, loss)
         n = sum(1 for x in score if math.isfinite(x))
+        models = sorted({m.path.parent.name for m in members})
+        within = {name: spearman([x for x, m in zip(score, members) if m.path.parent.name == name],
+                                 [y for y, m in zip(loss, members) if m.path.parent.name == name]) for name in models}
+        print(f"{e}: Spearman within each model: " + ", ".join(f"{k} {v:.2f}" for k, v in within.items()))
         print(f"{e}: Spearman(screen score, file census loss) = {rho:.2f} over {n} scored runs; "
               f"queries {results[e]['stages']['screen']['requests']}, screen {results[e]['stages']['screen']['seconds']} s, "
               f"examine {results[e]['stages']['examine']['seconds']} s")
