@@ -19,7 +19,7 @@ file. Printed per endpoint: the screen's score and flags on each store, the exam
 verdict and total lost share on each store, the file's; then the Spearman rank correlation of the
 screen's score against the file census's loss, per store::
 
-    python bench/fleet_real_vllm.py [--root ../shared/realdata/vllm-inferencex] [--runs N] [--markdown]
+    python bench/fleet_real_vllm.py [--root ../shared/realdata/vllm-inferencex] [--runs N] [--step 1s] [--markdown]
 
 The test ``tests/fleet/test_fleet_real_vllm.py`` imports :func:`real_fleet` and :func:`file_census`
 from here.
@@ -103,11 +103,11 @@ def total_loss(verdict: dict[str, Any]) -> float:
     return float(sum(f["loss_share"] for f in verdict["found"] if f["loss_share"] is not None))
 
 
-def fleet_cli(url: str, start: float, end: float, examine: int, *, extra: tuple[str, ...] = ()
-              ) -> tuple[int, dict[str, Any], str]:
+def fleet_cli(url: str, start: float, end: float, examine: int, *, extra: tuple[str, ...] = (),
+              step: str = STEP) -> tuple[int, dict[str, Any], str]:
     """``pdcensus fleet --json`` against ``url``: exit status, the JSON and stderr."""
     argv = [sys.executable, "-m", "pdcensus", "fleet", "--prometheus", url, "--selector", f'{{job="{JOB}"}}',
-            "--start", f"{start:.3f}", "--end", f"{end:.3f}", "--step", STEP, "--examine", str(examine),
+            "--start", f"{start:.3f}", "--end", f"{end:.3f}", "--step", step, "--examine", str(examine),
             "--json", *extra]
     done = subprocess.run(argv, capture_output=True, text=True, timeout=1800, check=False)
     return done.returncode, json.loads(done.stdout) if done.stdout.strip() else {}, done.stderr
@@ -157,6 +157,7 @@ def main() -> None:
     parser.add_argument("--root", type=Path, default=ROOT)
     parser.add_argument("--runs", type=int, default=0, help="only the first N runs (0: all)")
     parser.add_argument("--markdown", action="store_true")
+    parser.add_argument("--step", default=STEP, help="the screen's --step (default 1s, the poll interval)")
     args = parser.parse_args()
     paths = run_files(args.root)
     if args.runs:
@@ -170,7 +171,7 @@ def main() -> None:
         try:
             for engine, url in urls.items():
                 t0 = time.monotonic()
-                rc, body, err = fleet_cli(url, start, end, len(members))
+                rc, body, err = fleet_cli(url, start, end, len(members), step=args.step)
                 wall[engine] = time.monotonic() - t0
                 if not body:
                     raise SystemExit(f"{engine}: pdcensus fleet exited {rc}: {err[-2000:]}")
@@ -180,11 +181,11 @@ def main() -> None:
         finally:
             for server in servers:
                 server.stop()
-    _print(members, files, results, start, end, markdown=args.markdown)
+    _print(members, files, results, start, end, markdown=args.markdown, step=args.step)
 
 
 def _print(members: list[Member], files: dict[str, dict[str, Any]], results: dict[str, dict[str, Any]],
-           start: float, end: float, *, markdown: bool) -> None:
+           start: float, end: float, *, markdown: bool, step: str = STEP) -> None:
     engines = list(results)
     screen = {e: {r["instance"]: r for r in results[e]["screen"]} for e in engines}
     ranked = {e: {r["instance"]: r for r in results[e]["ranking"]} for e in engines}
@@ -224,7 +225,7 @@ def _print(members: list[Member], files: dict[str, dict[str, Any]], results: dic
         worst = sorted(diffs.items(), key=lambda kv: -kv[1])[:4]
         print("screen score, |prometheus - victoria-metrics|: largest " +
               ", ".join(f"{k.removesuffix(':8888')} {v:.4f}" for k, v in worst))
-    print(f"\nwindow {start:.0f}-{end:.0f} ({end - start:.0f} s), {len(members)} runs, step {STEP}")
+    print(f"\nwindow {start:.0f}-{end:.0f} ({end - start:.0f} s), {len(members)} runs, step {step}")
     for e in engines:
         score = [screen[e][m.instance]["score"] if screen[e][m.instance]["score"] is not None else math.nan
                  for m in members]
