@@ -43,7 +43,7 @@ SUBSET = ("deepseek-r1-vllm0.19/tp4_bs2_offloadoff_s_2", "deepseek-r1-vllm0.19/t
           "llama70b-vllm0.15/tp4_bs64_offloadoff")
 ENGINES = ("prometheus", "victoria-metrics")
 LOSS_TOLERANCE = 0.001  # store census vs file census, absolute share (the shift moves timestamps by whole ms)
-SCORE_TOLERANCE = 0.05  # the screen's score between the engines (as tests/integration/test_fleet.py)
+SCORE_TOLERANCE = 0.01  # the screen's score between the engines (measured <= 0.004 on all 15 runs: poller stalls)
 
 pytestmark = [
     pytest.mark.skipif(not ROOT.exists(), reason="../shared/realdata/vllm-inferencex not present"),

@@ -118,7 +118,9 @@ def signal_exprs(profile: Profile, inner: str, *, recorded: bool = False,
                           (Signal.PREEMPTED_DEPTH, "depth")):
         name = profile.name_of(signal)
         if name is not None:
-            out[short] = f"{BY} ({_sel(name, inner)}{off})"
+            # a gauge only where it was scraped in the rate window, as the rates: Prometheus would carry
+            # the last sample through a gap for its 5 min lookback, VictoriaMetrics would not
+            out[short] = f"{BY} (last_over_time({_sel(name, inner)}[{window}]{off}))"
     return out
 
 
