@@ -234,6 +234,11 @@ def _print(members: list[Member], files: dict[str, dict[str, Any]], results: dic
         models = sorted({m.path.parent.name for m in members})
         within = {name: spearman([x for x, m in zip(score, members) if m.path.parent.name == name],
                                  [y for y, m in zip(loss, members) if m.path.parent.name == name]) for name in models}
+        by_loss = sorted(range(len(members)), key=lambda i: -loss[i])
+        by_score = sorted(range(len(members)), key=lambda i: -(score[i] if math.isfinite(score[i]) else -1.0))
+        found = [len(set(by_loss[:k]) & set(by_score[:k])) for k in (1, 3, 5)]
+        print(f"{e}: the census's top 1 / 3 / 5 in the screen's own top 1 / 3 / 5 (flags aside): "
+              + " / ".join(str(x) for x in found))
         print(f"{e}: Spearman within each model: " + ", ".join(f"{k} {v:.2f}" for k, v in within.items()))
         print(f"{e}: Spearman(screen score, file census loss) = {rho:.2f} over {n} scored runs; "
               f"queries {results[e]['stages']['screen']['requests']}, screen {results[e]['stages']['screen']['seconds']} s, "
