@@ -8,10 +8,10 @@ The real CLI runs against each store with ``--step 1s`` and ``--examine`` the nu
 every endpoint gets the full census from the store's raw samples. The reference is
 ``pdcensus census FILE --json`` on each original file: nothing expected is written here.
 
-A subset of the 15 runs keeps the test near a minute on two cores: both models, runs with and
+A subset of the 15 runs (7) keeps the test under a minute on two cores: both models, runs with and
 without preemptions, the two runs with the longest poller stalls (37 s and 138 s), the shortest
-runs (6-7 min: no 2-14 min tail fits) and runs the census calls ``none``; `python
-bench/fleet_real_vllm.py` runs all 15 (BENCHMARKS.md).
+run (6.5 min: no 2-14 min tail fits) and runs the census calls ``none``; ``python
+bench/fleet_real_vllm.py`` runs all 15 (BENCHMARKS.md).
 """
 
 from __future__ import annotations
