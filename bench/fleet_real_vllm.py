@@ -16,8 +16,10 @@ OpenMetrics file, VictoriaMetrics 1.79.5 through ``/api/v1/import/prometheus``),
 runs against each: ``pdcensus fleet --json --step 1s --examine K`` (K = the number of runs, so
 every endpoint is examined). The reference is ``pdcensus census FILE --json`` on each original
 file. Printed per endpoint: the screen's score and flags on each store, the examined census's
-verdict and total lost share on each store, the file's; then the Spearman rank correlation of the
-screen's score against the file census's loss, per store::
+verdict and total lost share on each store, the file's; then, per store, whether the store's census
+is the file's, the engines' largest screen-score differences, the census's top 1/3/5 found in the
+screen's own top 1/3/5, and the Spearman rank correlation of the screen's score against the file
+census's loss (over all runs and within each model)::
 
     python bench/fleet_real_vllm.py [--root ../shared/realdata/vllm-inferencex] [--runs N] [--step 1s] [--markdown]
 
