@@ -32,13 +32,11 @@ from pdcensus.sources.prometheus_http import AuthConfig
 
 
 def census_names() -> set[str]:
-    """Every sample name some metric profile reads, plus ``up`` and the process start: all a census pulls."""
-    from pdcensus.series.profiles import PROFILES
+    """Every sample name a census reads (:func:`pdcensus.series.profiles.census_sample_names`: the
+    profiles', the ledger's and rate terms', vLLM's prefill-reconstruction names), plus the process start."""
+    from pdcensus.series.profiles import census_sample_names
 
-    names = {"up", "process_start_time_seconds"}
-    for profile in PROFILES.values():
-        names |= profile.sample_names()
-    return names
+    return census_sample_names() | {"process_start_time_seconds"}
 
 
 def report_file_name(job: str, instance: str) -> str:

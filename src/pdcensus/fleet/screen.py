@@ -206,7 +206,8 @@ async def fetch_timelines(client: ApiClient, matchers: str, endpoints: list[Disc
     span = f"[{prometheus_duration(step)}:{prometheus_duration(options.step_seconds)}]"
     out: dict[tuple[str, str], dict[str, list[float]]] = {}
     for name in sorted({e.profile for e in endpoints if e.profile}):
-        for key, expr in timeline_queries(get_profile(name), matchers, recorded=options.recorded).items():
+        for key, expr in timeline_queries(get_profile(name), matchers, recorded=options.recorded,
+                                         step_seconds=options.step_seconds).items():
             params = {"query": f"avg_over_time(({expr}){span})", "start": f"{start + step:.3f}",
                       "end": f"{end:.3f}", "step": f"{step:.3f}"}
             try:

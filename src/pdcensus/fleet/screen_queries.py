@@ -45,7 +45,8 @@ from pdcensus.series.profiles import Profile, Signal
 TAIL_FROM_SECONDS = 120.0  # the runbook's lagged tail: 2-14 min after the prefill
 TAIL_TO_SECONDS = 840.0
 LAGS_SECONDS = (120.0, 300.0, 600.0)
-RATE_WINDOW = "1m"
+RATE_WINDOW = "1m"  # at the default 15 s step; in general RATE_SCRAPES steps (:func:`rate_window`)
+RATE_SCRAPES = 4
 IDLE_FLOOR = 1.0  # the census's IDLE_FLOOR_TOKENS_PER_SECOND
 IDLE_FRACTION = 0.05  # the census's IDLE_FRACTION
 MIN_IDLE_SHARE = 0.10  # the census's MIN_IDLE_SHARE
@@ -66,27 +67,60 @@ def _sel(name: str, inner: str, suffix: str = "") -> str:
     return f"{name}{suffix}{{{inner}}}" if inner else f"{name}{suffix}"
 
 
+def rate_window(step_seconds: float) -> str:
+    """The counters' rate window: ``RATE_SCRAPES`` query steps (1m at 15 s scrapes, 4s at 1 s polls).
+
+    The census buckets decode by prefill poll by poll; a fixed 1m window over 1 s polls would
+    average 60 of them and leave no busy/idle contrast to see (real vLLM runs, docs/fleet.md).
+    """
+    return prometheus_duration(RATE_SCRAPES * step_seconds)
+
+
+def smoothed_rate(rate_expr: str, step_seconds: float) -> str:
+    """A counter's rate that Prometheus and VictoriaMetrics compute alike: per-scrape rates, averaged.
+
+    ``rate()`` differs between the two engines (VictoriaMetrics takes the sample before the window
+    and does not extrapolate): on 1 s polls of a counter that moves in lumps, as vLLM's prompt
+    counter does, the same expression marked ~1.5x as many steps busy on VictoriaMetrics. ``irate``
+    (the last two samples in the window: one scrape interval's increase over its length, as the
+    census reads a counter) is the same on both; its mean over the last ``RATE_SCRAPES`` steps
+    smooths it as ``rate`` over that window would.
+    """
+    per_scrape = rate_expr.replace("(rate(", "(irate(")
+    span = f"[{prometheus_duration(RATE_SCRAPES * step_seconds - 0.001)}:{prometheus_duration(step_seconds)}]"
+    return f"avg_over_time(({per_scrape}){span})"
+
+
 def signal_exprs(profile: Profile, inner: str, *, recorded: bool = False,
-                 offset_seconds: float = 0.0) -> dict[str, str]:
+                 offset_seconds: float = 0.0, step_seconds: float = 15.0) -> dict[str, str]:
     """decode, prefill, running, waiting (and depth) per endpoint as instant-vector PromQL.
 
     With ``offset_seconds``, each as it was that long ago: every selector carries the offset, so
     a lag costs the store what the signal itself costs (a one-point subquery per step, the form
-    this replaced, cost Prometheus and VictoriaMetrics about twice as much).
+    this replaced, cost Prometheus and VictoriaMetrics about twice as much). A counter's rate is
+    :func:`smoothed_rate` over :func:`rate_window` (``step_seconds``: the scrape interval).
     """
-    queries = {q.key: q for q in census_queries(profile, selector=inner, window=RATE_WINDOW,
+    window = RATE_WINDOW if recorded else rate_window(step_seconds)
+    queries = {q.key: q for q in census_queries(profile, selector=inner, window=window,
                                                  offset_seconds=offset_seconds)}
     off = f" offset {prometheus_duration(offset_seconds)}" if offset_seconds > 0 else ""
     out: dict[str, str] = {}
     for key, short in (("decode_tokens_per_second", "decode"), ("prefill_tokens_per_second", "prefill")):
         if key in queries:
             q = queries[key]
-            out[short] = f"({_sel(q.record_name(), inner)}{off})" if recorded else f"({q.expr})"
+            if recorded:
+                out[short] = f"({_sel(q.record_name(), inner)}{off})"
+            elif "(rate(" in q.expr:
+                out[short] = smoothed_rate(q.expr, step_seconds)
+            else:
+                out[short] = f"({q.expr})"
     for signal, short in ((Signal.RUNNING, "running"), (Signal.WAITING, "waiting"),
                           (Signal.PREEMPTED_DEPTH, "depth")):
         name = profile.name_of(signal)
         if name is not None:
-            out[short] = f"{BY} ({_sel(name, inner)}{off})"
+            # a gauge only where it was scraped in the rate window, as the rates: Prometheus would carry
+            # the last sample through a gap for its 5 min lookback, VictoriaMetrics would not
+            out[short] = f"{BY} (last_over_time({_sel(name, inner)}[{window}]{off}))"
     return out
 
 
@@ -154,7 +188,7 @@ def screen_queries(profile: Profile, inner: str, *, chunk_seconds: float, step_s
     steps sums every n-th scrape: each point is still one scrape's own decode and prefill, so the
     ratios are the same in expectation, with more variance, at 1/n of the store's work.
     """
-    s = signal_exprs(profile, inner, recorded=recorded)
+    s = signal_exprs(profile, inner, recorded=recorded, step_seconds=step_seconds)
     if not {"decode", "prefill", "running"} <= s.keys():
         return []
     threshold = "(" + idle_threshold(s["prefill"], window_seconds=window_seconds,
@@ -179,7 +213,8 @@ def screen_queries(profile: Profile, inner: str, *, chunk_seconds: float, step_s
         "clean": f" {on} ({clean_max} <= {thr}) {on} {scraped_before}",
     }
     for lag in LAGS_SECONDS:
-        before = signal_exprs(profile, inner, recorded=recorded, offset_seconds=lag)["prefill"]
+        before = signal_exprs(profile, inner, recorded=recorded, offset_seconds=lag,
+                              step_seconds=step_seconds)["prefill"]
         conditions[f"lag{lag:g}"] = f" {on} {_idle_now_busy_then(threshold, prefill, before)}"
     out: list[ScreenQuery] = [ScreenQuery("scrapes", f"count_over_time(({running}){rng})")]
     for cond, where in conditions.items():
@@ -251,16 +286,17 @@ def ledger_loss_queries(profile: Profile, inner: str, running: str, rng: str, *,
 
 def queue_query(profile: Profile, inner: str, *, span_seconds: float, step_seconds: float) -> str | None:
     """Mean waiting queue over the ``span`` before the query time (asked at a quarter and at the end)."""
-    waiting = signal_exprs(profile, inner).get("waiting")
+    waiting = signal_exprs(profile, inner, step_seconds=step_seconds).get("waiting")
     if waiting is None:
         return None
     rng = f"[{prometheus_duration(span_seconds - 0.001)}:{prometheus_duration(step_seconds)}]"
     return f"avg_over_time(({waiting}){rng})"
 
 
-def timeline_queries(profile: Profile, inner: str, *, recorded: bool = False) -> dict[str, str]:
+def timeline_queries(profile: Profile, inner: str, *, recorded: bool = False,
+                     step_seconds: float = 15.0) -> dict[str, str]:
     """Per-stream decode and prefill for a range query (the fleet page's small timeline)."""
-    s = signal_exprs(profile, inner, recorded=recorded)
+    s = signal_exprs(profile, inner, recorded=recorded, step_seconds=step_seconds)
     if not {"decode", "prefill", "running"} <= s.keys():
         return {}
     return {"per_stream": f"{s['decode']} / ({s['running']} > 0)", "prefill": s["prefill"]}

@@ -493,10 +493,18 @@ def ledger_spec(profile: Profile) -> LedgerSpec:
 
 
 def census_sample_names() -> set[str]:
-    """Every sample name some profile reads, plus ``up``: all a census ever pulls from a server."""
-    names = {"up"} | set(EXTRA_SAMPLE_NAMES)
+    """Every sample name some profile reads, plus ``up``: all a census ever pulls from a server.
+
+    Beside the profiles' own names: the ledger terms (:data:`LEDGER_SPECS`), the rate terms
+    (:data:`RATE_TERMS`) and the vLLM names the prefill reconstruction reads
+    (:data:`VLLM_SIDE_NAMES`); a pull without them gives a census other than the file's.
+    """
+    names = {"up"} | set(EXTRA_SAMPLE_NAMES) | set(VLLM_SIDE_NAMES)
     for profile in PROFILES.values():
         names |= profile.sample_names()
+    for terms in [spec.terms for spec in LEDGER_SPECS.values()] + list(RATE_TERMS.values()):
+        for term in terms.values():
+            names |= set(term.sample_names)
     return names
 
 
@@ -513,6 +521,10 @@ VLLM_COMPUTED_PROMPT = "vllm:prompt_tokens_by_source_total"
 VLLM_PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries_total"
 VLLM_PREFIX_CACHE_HITS = "vllm:prefix_cache_hits_total"
 VLLM_FINISHED = "vllm:request_success_total"
+# Every vLLM name the census reads beside the profile (pdcensus.census.signals, ``_vllm_progress``)
+VLLM_SIDE_NAMES = (VLLM_COMPUTED_PROMPT, VLLM_PREFIX_CACHE_QUERIES, VLLM_PREFIX_CACHE_HITS, VLLM_FINISHED,
+                   "vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_hits_total",
+                   "vllm:request_prefill_time_seconds_sum", "vllm:request_prefill_kv_computed_tokens_sum")
 # Families only vLLM's V1 engine exports (V0 had prefix-cache hit-rate gauges, no counters)
 VLLM_V1_MARKERS = frozenset({VLLM_PREFIX_CACHE_QUERIES, "vllm:gpu_prefix_cache_queries_total",
                              "vllm:kv_cache_usage_perc"})
