@@ -34,13 +34,20 @@ def test_the_rate_window_is_four_steps(step: float, window: str) -> None:
     assert rate_window(step) == window
 
 
-def test_a_counter_rate_in_the_screen_is_a_mean_of_per_scrape_rates() -> None:
-    s = signal_exprs(PROFILES["vllm-v1"], 'job="vllm"', step_seconds=1.0)
+@pytest.mark.parametrize(("step", "span"), [(1.0, "4s"), (15.0, "15s"), (30.0, "30s")])
+def test_a_counter_rate_in_the_screen_is_its_increase_over_the_last_step_as_the_census_reads_it(
+    step: float, span: str,
+) -> None:
+    # the last sample now less the last sample one span before (at least SMOOTH_SECONDS), per second;
+    # no rate()/irate(), which the engines compute differently or from one poll only
+    s = signal_exprs(PROFILES["vllm-v1"], 'job="vllm"', step_seconds=step)
     for key in ("decode", "prefill"):
-        assert "irate(" in s[key] and not re.search(r"(?<!i)rate\(", s[key]), s[key]
-        assert s[key].startswith("avg_over_time(") and "[3s999ms:1s]" in s[key]
-    exprs = [q.expr for q in screen_queries(PROFILES["vllm-v1"], "", chunk_seconds=600, step_seconds=1.0,
+        assert not re.search(r"rate\(", s[key]), s[key]
+        assert f"offset {span})" in s[key] and s[key].count("last_over_time(") == 2 and "clamp_min(" in s[key]
+    lagged = signal_exprs(PROFILES["vllm-v1"], "", step_seconds=15.0, offset_seconds=120.0)["prefill"]
+    assert "offset 2m)" in lagged and "offset 2m15s)" in lagged
+    exprs = [q.expr for q in screen_queries(PROFILES["vllm-v1"], "", chunk_seconds=600, step_seconds=step,
                                             window_seconds=600, window_end=1e9)]
-    assert exprs and not any(re.search(r"(?<!i)rate\(", e) for e in exprs)
+    assert exprs and not any(re.search(r"(?<![a-z_])rate\(", e) for e in exprs if "increase(" not in e)
     gauge = signal_exprs(PROFILES["radiance-1.8"], "", step_seconds=15.0)  # gauges stay gauges
     assert "rate(" not in gauge["decode"] and "rate(" not in gauge["prefill"]
