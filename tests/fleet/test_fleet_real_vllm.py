@@ -4,7 +4,8 @@ Real vLLM servers under benchmark load (``../shared/realdata/vllm-inferencex``: 
 DeepSeek-R1 and vLLM 0.15.0 / Llama-3.3-70B, ``/metrics`` polled once a second), each run one
 endpoint under its own ``instance`` label, shifted so that every run ends at one window end
 (``bench/fleet_real_vllm.py`` builds the fleet; ``docs/fleet.md`` says why ends are aligned).
-The real CLI runs against each store with ``--step 1s`` and ``--examine`` the number of runs, so
+The real CLI runs against each store (Prometheus with ``--step 1s``, VictoriaMetrics with the
+default ``--step auto``, which must read the same 1 s from the store) and ``--examine`` the number of runs, so
 every endpoint gets the full census from the store's raw samples. The reference is
 ``pdcensus census FILE --json`` on each original file: nothing expected is written here.
 
@@ -76,8 +77,9 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
         files = dict(zip((m.instance for m in members), pool.map(bench.file_census, paths)))
     with LocalPrometheus.backfilled(om, work / "prometheus") as prom, LocalVictoriaMetrics(work / "vm") as vm:
         vm.import_recording(recording)
-        runs = {engine: bench.fleet_cli(url, start, end, len(members))
-                for engine, url in (("prometheus", prom.url), ("victoria-metrics", vm.url))}
+        # Prometheus with --step 1s said, VictoriaMetrics with the default (auto: read from the store)
+        runs = {engine: bench.fleet_cli(url, start, end, len(members), step=step)
+                for engine, url, step in (("prometheus", prom.url, "1s"), ("victoria-metrics", vm.url, "auto"))}
     yield {"members": members, "files": files, "runs": runs, "start": start, "end": end, "recording": recording}
 
 
@@ -119,6 +121,13 @@ def test_the_store_census_is_the_file_census(engine: str, fleet: dict[str, Any])
         assert [f["mechanism"] for f in mine["found"]] == [f["mechanism"] for f in theirs["found"]], instance
         assert bench.total_loss(mine) == pytest.approx(bench.total_loss(theirs), abs=LOSS_TOLERANCE), instance
         assert ranked[instance]["loss_share"] == pytest.approx(bench.total_loss(mine), abs=1e-5)
+
+
+def test_the_default_step_is_the_scrape_interval_read_from_the_store(fleet: dict[str, Any]) -> None:
+    # 1 s polls: the step the screen used, told on stderr, is the poll interval the user would have had to pass
+    code, body, stderr = fleet["runs"]["victoria-metrics"]
+    assert code == 0 and body["step_seconds"] == 1.0 and fleet["runs"]["prometheus"][1]["step_seconds"] == 1.0
+    assert "scrape interval 1 s (median of 7 endpoint(s)" in stderr
 
 
 def test_prometheus_and_victoria_metrics_rank_and_screen_alike(fleet: dict[str, Any]) -> None:

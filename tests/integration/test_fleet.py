@@ -213,6 +213,8 @@ def test_the_cli_reports_each_stage_writes_the_page_and_exits_3_when_an_endpoint
     for stage in ("discover", "screen", "examine"):
         assert f"\n{stage}: [" in "\n" + done.stderr
     assert "error: 1 endpoint(s) not screened" in done.stderr
+    # no --step: the screen stepped at the scrape interval it read from the store (15 s here)
+    assert body["step_seconds"] == 15.0 and "scrape interval 15 s" in done.stderr
     html = page.read_text()
     reports = sorted((tmp_path / "fleet-reports").glob("*.html"))
     assert len(reports) == sum(r["examined"] for r in body["ranking"]) and reports

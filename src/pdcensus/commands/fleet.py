@@ -72,7 +72,7 @@ def fleet_command(
     end: Annotated[Optional[str], typer.Option("--end", help="Window end (Unix seconds or RFC 3339; default now).")] = None,
     window: remote.WindowOpt = "2h",
     examine: Annotated[int, typer.Option("--examine", help="Besides every flagged endpoint, census from raw samples the K others the screen ranks worst.")] = 20,
-    step: Annotated[str, typer.Option("--step", help="The screen's query step: the scrape interval (at most 30s).")] = "15s",
+    step: Annotated[str, typer.Option("--step", help="The screen's query step: the scrape interval (at most 30s); 'auto' reads it from the store (the median over endpoints).")] = "auto",
     stride: Annotated[Optional[str], typer.Option("--stride", help="Sum every n-th scrape in the screen (default: every one, = --step); a long window over many endpoints costs the store 1/n.")] = None,
     max_points: Annotated[int, typer.Option("--max-points", help="Query steps per screen query; a longer window is screened in chunks.")] = 11000,
     recorded: Annotated[bool, typer.Option("--recorded", help="Screen from the series that `pdcensus promql --rules --window 1m` records instead of raw expressions.")] = False,
@@ -94,17 +94,18 @@ def fleet_command(
     from pdcensus.fleet import ScreenOptions, census_fleet
 
     t0, t1 = remote.window(start, end, window)
-    step_seconds = parse_duration(step)
+    measure_step = step == "auto"
+    step_seconds = 15.0 if measure_step else parse_duration(step)
     if not 0 < step_seconds <= 30:
-        raise UsageError(f"--step must be positive and at most 30s (the runbook's bucket step), got {step!r}")
+        raise UsageError(f"--step must be 'auto' or positive and at most 30s (the runbook's bucket step), got {step!r}")
     reports_dir = html.with_name(html.stem + "-reports") if html is not None else None
     if reports_dir is not None:
         reports_dir.mkdir(parents=True, exist_ok=True)
     stride_seconds = parse_duration(stride) if stride is not None else None
-    if stride_seconds is not None and (stride_seconds < step_seconds or stride_seconds % step_seconds):
+    if stride_seconds is not None and not measure_step and (stride_seconds < step_seconds or stride_seconds % step_seconds):
         raise UsageError(f"--stride must be a whole multiple of --step ({step}), got {stride!r}")
     options = ScreenOptions(step_seconds=step_seconds, max_points=max_points, concurrency=concurrency,
-                            recorded=recorded, stride_seconds=stride_seconds)
+                            recorded=recorded, stride_seconds=stride_seconds, measure_step=measure_step)
     result = census_fleet(prometheus, selector=selector, start=t0, end=t1, examine=examine, concurrency=concurrency,
                           batch_size=batch_size, auth=connection.auth(), timeout=connection.timeout_seconds,
                           screen_options=options, state_path=state, resume=resume, html_dir=reports_dir,

@@ -10,7 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pdcensus.series.profiles import detect_profile
+import math
+import statistics
+
+from pdcensus.report.promql_export import prometheus_duration
+from pdcensus.series.profiles import Signal, detect_profile, get_profile
 from pdcensus.sources.prometheus_http import ApiClient
 
 ENGINE_NAMES = '__name__=~"(radiance|vllm|sglang):.+",__name__!~".+_bucket"'
@@ -52,6 +56,47 @@ async def discover_endpoints(client: ApiClient, matchers: str, start: float, end
         detection = detect_profile(found)
         out.append(Discovered(job, instance, detection.profile.name if detection else ""))
     return out
+
+
+async def scrape_interval(client: ApiClient, matchers: str, endpoints: list[Discovered], start: float,
+                          end: float) -> tuple[float | None, str]:
+    """The fleet's scrape interval, read from the store: the median over endpoints of window / samples.
+
+    Per profile, two queries on its running gauge: the samples in the window (``count_over_time``
+    on raw samples) and the endpoint's own span (first to last ``timestamp`` seen at 1-minute steps:
+    an endpoint may start or stop inside the window). The screen's step must be the scrape interval: at a step longer than the
+    scrapes each step sums several of them (real vLLM polled every second and screened at 15 s
+    ranked its runs at Spearman 0.65 against the census, 0.86 at 1 s). Returns the interval in
+    whole seconds (None when no endpoint has two samples) and a line saying how it was read.
+    """
+    window = prometheus_duration(end - start)
+    per_endpoint: list[float] = []
+    for name in sorted({e.profile for e in endpoints if e.profile}):
+        running = get_profile(name).name_of(Signal.RUNNING)
+        if running is None:
+            continue
+        sel = running + ("{" + matchers + "}" if matchers else "")
+        # an endpoint's own span (it may start or stop inside the window), to the minute, and its samples
+        span = (f"max by (job, instance) (max_over_time(timestamp({sel})[{window}:1m]) - "
+                f"min_over_time(timestamp({sel})[{window}:1m]))")
+        count = f"max by (job, instance) (count_over_time({sel}[{window}]))"
+        answers = []
+        for expr in (span, count):
+            data, _ = await client.call("/api/v1/query", {"query": expr, "time": f"{end:.3f}"}, post=True)
+            answers.append({(str(i["metric"].get("job", "")), str(i["metric"].get("instance", ""))): float(i["value"][1])
+                            for i in (data or {}).get("result") or []})
+        for key, samples in answers[1].items():
+            seconds = answers[0].get(key, math.nan)
+            if samples >= 2 and seconds > 0:
+                per_endpoint.append(seconds / (samples - 1))
+    if not per_endpoint:
+        return None, "no endpoint has two samples of its running gauge in the window"
+    median = statistics.median(per_endpoint)
+    seconds = max(1.0, float(round(median)))
+    spread = f"{min(per_endpoint):.1f}-{max(per_endpoint):.1f} s" if len(per_endpoint) > 1 else f"{median:.1f} s"
+    mixed = "" if math.isclose(min(per_endpoint), max(per_endpoint), rel_tol=0.5) else (
+        " (the endpoints' intervals differ: pass --step for the ones you mean)")
+    return seconds, f"scrape interval {seconds:g} s (median of {len(per_endpoint)} endpoint(s), {spread}){mixed}"
 
 
 def batches(pairs: list[tuple[str, str]], batch_size: int) -> list[tuple[str, list[str]]]:

@@ -24,7 +24,7 @@ import math
 import ssl
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ import httpx
 
 from pdcensus.census.model import SCHEMA
 from pdcensus.errors import DataError, UsageError
-from pdcensus.fleet.discover import Discovered, batches, discover_endpoints
+from pdcensus.fleet.discover import Discovered, batches, discover_endpoints, scrape_interval
 from pdcensus.fleet.examine import ExamineOutcome, examine_batch
 from pdcensus.fleet.rank import RankRow, Standing, rank
 from pdcensus.fleet.screen import ScreenOptions, ScreenStats, fetch_timelines, screen_fleet
@@ -44,6 +44,8 @@ from pdcensus.sources.prometheus_http import ApiClient, AuthConfig, display_url,
 FLEET_SCHEMA = "pdcensus/fleet/v2"
 STAGES = ("discover", "screen", "examine")
 Progress = Callable[[str, int, int, str], None]
+DEFAULT_STEP_SECONDS = 15.0  # the screen's step where the store shows no scrape interval
+MAX_STEP_SECONDS = 30.0  # the runbook's longest bucket step
 """``progress(stage, done, total, note)``: called as each stage advances."""
 
 
@@ -105,6 +107,7 @@ class FleetResult:
     warnings: tuple[str, ...]
     wall_seconds: float
     resumed: bool = False
+    step_seconds: float = 15.0  # the screen's query step
 
     @property
     def screened_all(self) -> bool:
@@ -115,7 +118,7 @@ class FleetResult:
         return {
             "schema": FLEET_SCHEMA, "census_schema": SCHEMA, "prometheus": self.prometheus,
             "selector": self.selector, "start": self.start, "end": self.end, "examine": self.examine,
-            "wall_seconds": round(self.wall_seconds, 3), "resumed": self.resumed,
+            "wall_seconds": round(self.wall_seconds, 3), "resumed": self.resumed, "step_seconds": self.step_seconds,
             "stages": {k: v.to_dict() for k, v in self.costs.items()},
             "ranking": [r.to_dict() for r in self.ranking],
             "screen": [r.to_dict() for r in self.screen],
@@ -215,6 +218,8 @@ async def census_fleet_async(
             raise DataError(f"{url}: no endpoint with engine metrics (radiance:, vllm:, sglang:) matches "
                             f"{{{matchers}}} between {start:.3f} and {end:.3f}")
         tell("discover", 1, 1, f"{len(discovered)} endpoint(s)")
+        if options.measure_step:
+            options = await _measured_step(client, matchers, discovered, start, end, options, tell)
     async with ApiClient(base_url, auth=auth, timeout_seconds=timeout, concurrency=options.concurrency,
                          transport=CountingTransport(costs["screen"].wire, verify)) as client:
         if state.screen is None:
@@ -260,7 +265,23 @@ async def census_fleet_async(
                                   tuple(f.value for f in r.flags), error))
     return FleetResult(url, selector, start, end, examine, tuple(discovered), tuple(screen), tuple(outcomes),
                        rank(standings), state.timelines or {}, costs, tuple(state.warnings),
-                       time.monotonic() - began, state.resumed)
+                       time.monotonic() - began, state.resumed, options.step_seconds)
+
+
+async def _measured_step(client: ApiClient, matchers: str, discovered: list[Discovered], start: float, end: float,
+                         options: ScreenOptions, tell: Progress) -> ScreenOptions:
+    """``options`` with the step set to the scrape interval the store shows (15 s when it shows none)."""
+    seconds, line = await scrape_interval(client, matchers, discovered, start, end)
+    step = min(MAX_STEP_SECONDS, seconds) if seconds is not None else DEFAULT_STEP_SECONDS
+    if seconds is None:
+        line += f"; the screen steps {DEFAULT_STEP_SECONDS:g} s"
+    elif seconds > MAX_STEP_SECONDS:
+        line += f"; the screen steps {MAX_STEP_SECONDS:g} s, the runbook's longest bucket step"
+    stride = options.stride_seconds
+    if stride is not None and (stride < step or stride % step):
+        raise UsageError(f"--stride {stride:g}s must be a whole multiple of the step ({line}); pass --step")
+    tell("discover", 1, 1, line)
+    return replace(options, step_seconds=step, measure_step=False)
 
 
 def census_fleet(base_url: str, **kwargs: Any) -> FleetResult:

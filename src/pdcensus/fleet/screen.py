@@ -55,6 +55,7 @@ class ScreenOptions:
     concurrency: int = 4
     recorded: bool = False
     stride_seconds: float | None = None  # None: every scrape (the step)
+    measure_step: bool = False  # read the scrape interval from the store and use it as the step
 
     @property
     def stride(self) -> float:
