@@ -8,8 +8,6 @@ census (bench/vllm_realdata.py's ``client_truth``).
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -27,6 +25,7 @@ from pdcensus.series.model import Recording
 from pdcensus.series.profiles import Signal
 from pdcensus.sources.client_records import load_client_records
 from pdcensus.sources.load import load_source
+from bench_modules import load_bench
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT = REPO.parent / "shared" / "realdata" / "vllm-inferencex"
@@ -49,14 +48,7 @@ def _signals(path: Path, start: float | None = None, end: float | None = None) -
 
 
 def _bench() -> ModuleType:
-    name = "bench_vllm_realdata"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "bench" / "vllm_realdata.py")
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
+    return load_bench("vllm_realdata")
 
 
 @pytest.mark.parametrize("run", sorted(p.name for p in LLAMA.glob("*.om.gz")) if LLAMA.exists() else [])

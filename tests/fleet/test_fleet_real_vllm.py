@@ -17,10 +17,8 @@ bench/fleet_real_vllm.py`` runs all 15 (BENCHMARKS.md).
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import shutil
-import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -35,6 +33,7 @@ from pdcensus.sources.load import load_source
 from pdcensus.sources.openmetrics_writer import write_openmetrics
 from pdcensus.sources.prometheus_local import LocalPrometheus
 from pdcensus.sources.victoria_local import LocalVictoriaMetrics
+from bench_modules import load_bench
 
 REPO = Path(__file__).resolve().parents[2]
 ROOT = REPO.parent / "shared" / "realdata" / "vllm-inferencex"
@@ -55,14 +54,7 @@ pytestmark = [
 
 
 def _bench() -> ModuleType:
-    name = "bench_fleet_real_vllm"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, REPO / "bench" / "fleet_real_vllm.py")
-        assert spec is not None and spec.loader is not None
-        mod = importlib.util.module_from_spec(spec)
-        sys.modules[name] = mod
-        spec.loader.exec_module(mod)
-    return sys.modules[name]
+    return load_bench("fleet_real_vllm")
 
 
 @pytest.fixture(scope="module")
