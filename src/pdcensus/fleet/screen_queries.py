@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pdcensus.report.promql_export import BY, census_queries, prometheus_duration
+from pdcensus.report.promql_export import BY, census_queries, offset_clause, prometheus_duration
 from pdcensus.series.profiles import Profile, Signal
 
 TAIL_FROM_SECONDS = 120.0  # the runbook's lagged tail: 2-14 min after the prefill
@@ -99,11 +99,9 @@ def counter_rate(name: str, inner: str, *, step_seconds: float, offset_seconds: 
     """
     span = max(step_seconds, SMOOTH_SECONDS)
     window = rate_window(step_seconds)
-    now = prometheus_duration(offset_seconds) if offset_seconds > 0 else ""
-    then = prometheus_duration(offset_seconds + span)
     sel = _sel(name, inner)
-    last_now = f"last_over_time({sel}[{window}]{' offset ' + now if now else ''})"
-    last_then = f"last_over_time({sel}[{window}] offset {then})"
+    last_now = f"last_over_time({sel}[{window}]{offset_clause(offset_seconds)})"
+    last_then = f"last_over_time({sel}[{window}]{offset_clause(offset_seconds + span)})"
     return f"({BY} (clamp_min({last_now} - {last_then}, 0)) / {span:g})"
 
 
@@ -119,17 +117,18 @@ def signal_exprs(profile: Profile, inner: str, *, recorded: bool = False,
     window = RATE_WINDOW if recorded else rate_window(step_seconds)
     queries = {q.key: q for q in census_queries(profile, selector=inner, window=window,
                                                  offset_seconds=offset_seconds)}
-    off = f" offset {prometheus_duration(offset_seconds)}" if offset_seconds > 0 else ""
+    off = offset_clause(offset_seconds)
     out: dict[str, str] = {}
-    for key, short in (("decode_tokens_per_second", "decode"), ("prefill_tokens_per_second", "prefill")):
+    for key, short, gauge, counter in (
+            ("decode_tokens_per_second", "decode", Signal.DECODE_TPS, Signal.GENERATION_TOKENS),
+            ("prefill_tokens_per_second", "prefill", Signal.PREFILL_TPS, Signal.PROMPT_TOKENS)):
         if key in queries:
             q = queries[key]
+            counter_name = profile.name_of(counter)
             if recorded:
                 out[short] = f"({_sel(q.record_name(), inner)}{off})"
-            elif "(rate(" in q.expr:
-                counter = profile.name_of(Signal.GENERATION_TOKENS if short == "decode" else Signal.PROMPT_TOKENS)
-                assert counter is not None  # census_queries rates only these two counters
-                out[short] = counter_rate(counter, inner, step_seconds=step_seconds, offset_seconds=offset_seconds)
+            elif not profile.has(gauge) and counter_name is not None:  # census_queries' rate of the counter
+                out[short] = counter_rate(counter_name, inner, step_seconds=step_seconds, offset_seconds=offset_seconds)
             else:
                 out[short] = f"({q.expr})"
     for signal, short in ((Signal.RUNNING, "running"), (Signal.WAITING, "waiting"),
@@ -286,16 +285,16 @@ def ledger_loss_queries(profile: Profile, inner: str, running: str, rng: str, *,
     rate = {s: f"{BY} (rate({_sel(n, inner)}[{RATE_WINDOW}]))" for s, n in names.items() if n is not None}
     median = decode_step_reference(profile, inner, window_seconds=window_seconds, window_end=window_end,
                                    step_seconds=step_seconds, quantile=0.5)
-    step = (f"(({rate[Signal.STEP_SECONDS_DECODE]} / ({rate[Signal.STEPS_DECODE]} > 0)) "
-            f"or on (job, instance) ({median}))")
+    decode_step = f"({rate[Signal.STEP_SECONDS_DECODE]} / ({rate[Signal.STEPS_DECODE]} > 0))"
+    step = f"({decode_step} or on (job, instance) ({median}))"
     chunk_seconds = f"({rate[Signal.STEP_SECONDS]} - on (job, instance) {rate[Signal.STEP_SECONDS_DECODE]})"
     chunk_steps = f"({rate[Signal.STEPS]} - on (job, instance) {rate[Signal.STEPS_DECODE]})"
     sharing = f"clamp_min({chunk_seconds} - on (job, instance) ({chunk_steps} * on (job, instance) {step}), 0)"
     on = "* on (job, instance)"
     return [
         ScreenQuery("ledger_sharing", f"sum_over_time(({running} {on} {sharing}){rng})"),
-        ScreenQuery("residency_step_seconds", f"sum_over_time(({running} {on} ({rate[Signal.STEP_SECONDS_DECODE]} / "
-                                              f"({rate[Signal.STEPS_DECODE]} > 0)) {on} {rate[Signal.STEPS]}){rng})"),
+        ScreenQuery("residency_step_seconds", f"sum_over_time(({running} {on} {decode_step} {on} "
+                                              f"{rate[Signal.STEPS]}){rng})"),
         ScreenQuery("residency_steps", f"sum_over_time(({running} {on} ({rate[Signal.STEPS]} and on (job, instance) "
                                        f"({rate[Signal.STEPS_DECODE]} > 0))){rng})"),
         ScreenQuery("decode_step_q50", median, additive=False),

@@ -98,6 +98,11 @@ def prometheus_duration(seconds: float) -> str:
     return "".join(parts)
 
 
+def offset_clause(seconds: float) -> str:
+    """`` offset <d>`` to move a selector ``seconds`` back in time ('' for none)."""
+    return f" offset {prometheus_duration(seconds)}" if seconds > 0 else ""
+
+
 def _operation_suffix(window: str) -> str:
     return re.sub(r"[^a-zA-Z0-9_]", "", window) or "window"
 
@@ -112,7 +117,7 @@ def census_queries(profile: Profile, *, selector: str = "", window: str = "$__ra
     inner = normalize_selector(selector)
     window = check_window(window, allow_grafana=True)
     w = _operation_suffix(window)
-    off = f" offset {prometheus_duration(offset_seconds)}" if offset_seconds > 0 else ""
+    off = offset_clause(offset_seconds)
 
     def sel(signal: Signal, suffix: str = "") -> str:
         name = profile.name_of(signal)
