@@ -33,6 +33,7 @@ from pdcensus.engine.experiment import DEFAULT_SERVER_ARGS, ExperimentResult, ru
 from pdcensus.engine.llama_server import LlamaServer
 from pdcensus.engine.locate import locate_engine
 from pdcensus.engine.streams import LoadPlan
+from pdcensus.errors import SourceUnreachableError
 from pdcensus.sources.load import load_source
 
 
@@ -125,4 +126,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except SourceUnreachableError as exc:  # e.g. "llama-server died with SIGILL at start: ..."
+        print(f"error: {exc}", file=sys.stderr)
+        sys.exit(4)

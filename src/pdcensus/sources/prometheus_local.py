@@ -21,6 +21,7 @@ Debian package; a failed backfill or a server that exits or is not ready in time
 from __future__ import annotations
 
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -49,7 +50,8 @@ def wait_until_ready(process: subprocess.Popen[bytes], ready_url: str, timeout_s
     deadline = time.monotonic() + timeout_seconds
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise SourceUnreachableError(f"{name} exited with {process.returncode}: {log_tail()}")
+            raise SourceUnreachableError(f"{name} {exit_cause(process.returncode)} at start: "
+                                         f"{last_lines(log_tail())}")
         try:
             if httpx.get(ready_url, timeout=2.0).status_code == 200:
                 return
@@ -58,6 +60,30 @@ def wait_until_ready(process: subprocess.Popen[bytes], ready_url: str, timeout_s
         time.sleep(poll_seconds)
     stop()
     raise SourceUnreachableError(f"{name} at {ready_url} not ready after {timeout_seconds:.0f} s: {log_tail()}")
+
+
+def exit_cause(returncode: int) -> str:
+    """``died with SIGILL`` for a signal (Popen's negative status), ``exited with 3`` otherwise.
+
+    A signal at start is named because its cause differs: SIGILL is a binary built for
+    instructions this CPU does not run (a native build moved to another host, or AMX/AVX-512 that a
+    VM does not enable), SIGKILL usually the kernel's OOM killer.
+    """
+    if returncode < 0:
+        try:
+            signame = signal.Signals(-returncode).name
+        except ValueError:
+            signame = f"signal {-returncode}"
+        hint = {"SIGILL": " (an instruction this CPU does not run: rebuild portably, scripts/build-engine)",
+                "SIGKILL": " (killed: out of memory?)"}.get(signame, "")
+        return f"died with {signame}{hint}"
+    return f"exited with {returncode}"
+
+
+def last_lines(text: str, count: int = 2) -> str:
+    """The last ``count`` non-empty lines of a log, on one line (`` | `` between them)."""
+    lines = [" ".join(line.split()) for line in text.splitlines() if line.strip()]
+    return " | ".join(lines[-count:]) or "(nothing in its log)"
 
 
 def free_port() -> int:
