@@ -21,7 +21,7 @@ $(BIN)/python:
 # installs the exact versions of constraints.txt (pyproject.toml holds the compatible ranges)
 $(DEMO_STAMP): pyproject.toml constraints.txt | $(BIN)/python
 	@echo "install: pdcensus and its dependencies into $(VENV) (pure-Python wheels, about a minute)"
-	$(PIP_INSTALL) -e . | grep -E '^(Collecting|Successfully)' | sed 's/^Collecting /  fetching /'
+	@$(PIP_INSTALL) -e . | grep --line-buffered -E '^(Collecting|Successfully)' | sed -u 's/^Collecting /  fetching /'
 	touch $@
 
 $(TEST_STAMP): $(DEMO_STAMP) scripts/build-engine
