@@ -103,8 +103,14 @@ def endpoint_blocks(report: CensusReport, *, level: int, key: str) -> list[Block
     return out
 
 
+# the anchors reports linked before the short view came first keep their names
+_ANCHORS = {"Evidence that decided it": "evidence", "Verify the arm": "verify", "Advice in detail": "advice-detail",
+            "All findings and evidence": "findings", "Step ledger": "ledger", "Decode by prefill bucket": "buckets",
+            "Lag test": "lag", "Preemption bursts": "preemption", "Runbook steps on this engine's metrics": "passes"}
+
+
 def _slug(title: str) -> str:
-    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+    return _ANCHORS.get(title) or re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
 
 
 def summary_verdict_blocks(s: Summary) -> list[Block]:

@@ -32,7 +32,7 @@ _LABELS = {
     "decode_step_seconds": "decode-only step (ledger)",
     "ttft_stretch": "prefilling prompt's TTFT stretch",
     "added_seconds_per_chunk_step": "time added per chunk step",
-    "held_steps_per_chunk_step": "held steps per chunk step",
+    "held_steps_per_chunk_step": "held steps after each chunk step beside decoders",
     "busy_ttft_p90_seconds_now": "busy TTFT p90, now",
     "busy_ttft_p90_seconds_at_least": "busy TTFT p90, floor (stretch alone)",
     "prompt_ttft_p90_seconds_at_least": "busy TTFT p90, floor (stretch alone)",
