@@ -10,7 +10,7 @@ import math
 
 from pdcensus.census.model import CensusReport
 from pdcensus.report.document_blocks import (
-    Block, Bullets, Paragraph, Table, Tone, fmt_count, fmt_number, fmt_rate, fmt_ratio, fmt_seconds, fmt_share,
+    Block, Bullets, Paragraph, Table, Tone, said, fmt_count, fmt_number, fmt_rate, fmt_ratio, fmt_seconds, fmt_share,
     fmt_time,
 )
 
@@ -77,7 +77,7 @@ def lag_blocks(report: CensusReport) -> list[Block]:
     longest = lag.longest_lag_with_effect_seconds
     out: list[Block] = [Paragraph(
         tail + (f"; longest lag with an effect {fmt_number(longest / 60)} min" if math.isfinite(longest) else "")
-        + f". {lag.reason}")]
+        + f". {said(lag.reason)}".rstrip())]
     if lag.points:
         out.append(Table(
             ("lag (min)", "effect", "low", "high", "busy samples", "idle samples"),
@@ -106,7 +106,8 @@ def ledger_blocks(report: CensusReport) -> list[Block]:
         ("decode-only step 2-14 min after prefill / reference", fmt_ratio(ld.decode_step_inflation_after_prefill)),
         ("intervals", fmt_count(ld.intervals)),
     ]
-    out: list[Block] = [Paragraph(ld.reason), Table(("ledger", "value"), tuple(rows), numeric=(1,))]
+    out: list[Block] = [Paragraph(said(ld.reason))] if said(ld.reason) else []
+    out.append(Table(("ledger", "value"), tuple(rows), numeric=(1,)))
     if ld.held_steps == 0:
         out.append(Paragraph("Held steps are zero: nothing is protecting decoders.", Tone.WARNING))
     if ld.by_bucket:
@@ -126,7 +127,7 @@ def preemption_blocks(report: CensusReport) -> list[Block]:
     out: list[Block] = [Paragraph(
         f"{fmt_count(pre.total)} preemptions in {len(pre.bursts)} bursts; decode dip {fmt_share(pre.decode_dip)}, "
         f"prefill spike {fmt_share(pre.prefill_spike)}; instant preempted depth max {fmt_number(pre.depth_max)}, "
-        f"mean {fmt_number(pre.depth_mean)} (a depth, not a count). {pre.reason}")]
+        f"mean {fmt_number(pre.depth_mean)} (a depth, not a count). {said(pre.reason)}".rstrip())]
     if pre.bursts:
         out.append(Table(
             ("from", "to", "preemptions", "decode vs baseline", "prefill vs baseline"),

@@ -56,7 +56,7 @@ p.good { color: var(--good); }
 table { border-collapse: collapse; font-size: 0.9em; min-width: 50%; }
 caption { text-align: left; color: var(--muted); padding: 0 0 4px; }
 th, td { border-bottom: 1px solid var(--line); padding: 4px 10px; text-align: left; vertical-align: top;
-         overflow-wrap: anywhere; }
+         overflow-wrap: break-word; }
 th { background: #f8f9fa; font-weight: 600; overflow-wrap: normal; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.num { white-space: nowrap; overflow-wrap: normal; }

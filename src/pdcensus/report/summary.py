@@ -162,19 +162,18 @@ def decisive_evidence(report: CensusReport) -> tuple[EvidenceRow, ...]:
             picked.append(e)
 
     if v.mechanism is Mechanism.INCONCLUSIVE:
-        for e in v.evidence:
-            if not e.satisfied and not e.rule.startswith("loss-share:") and e.rule not in _SIGNATURE_RULES:
-                take(e.rule)
+        for failed in v.evidence:
+            if not failed.satisfied and not failed.rule.startswith("loss-share:") and failed.rule not in _SIGNATURE_RULES:
+                take(failed.rule)
     for f in v.found:  # each found mechanism: the signature that found it (what it costs is the headline's)
         take(f.signature.value)
     found = {f.mechanism for f in v.found}
     if Mechanism.STEP_TIME_SHARING not in found:
         take("lag0-effect")
     for signature, mechanism in _SIGNATURE_OF.items():  # what ruled the others out
-        if mechanism not in found:
-            e = by_rule.get(signature.value)
-            if e is not None and not e.satisfied and e.value is not None:
-                take(e.rule)
+        other = by_rule.get(signature.value)
+        if mechanism not in found and other is not None and not other.satisfied and other.value is not None:
+            take(other.rule)
     return tuple(_row(e) for e in picked[:MAX_EVIDENCE_ROWS])
 
 

@@ -23,6 +23,7 @@ from rich.text import Text
 
 from pdcensus.advice.endpoint_report import advice_of
 from pdcensus.census.model import BucketTable, CensusReport
+from pdcensus.report.document_blocks import said
 from pdcensus.report.summary import summarise, why_no_advice
 from pdcensus.report.terminal_fit import fit_table
 from pdcensus.report.terminal_short import render_footer, render_summary, section
@@ -217,10 +218,10 @@ def _lag(report: CensusReport, console: Console) -> None:
     if math.isfinite(lag.tail_effect):
         console.print(f"  tail test (2-14 min): {_f(lag.tail_effect, '.2f')} (90% interval {_f(lag.tail_low, '.2f')}-"
                       f"{_f(lag.tail_high, '.2f')}), {lag.tail_samples} tail vs {lag.clean_samples} clean scrapes; "
-                      f"{_e(lag.reason)}")
+                      f"{_e(said(lag.reason))}")
     else:
         console.print(f"  tail test (2-14 min): not measured ({lag.tail_samples} tail vs {lag.clean_samples} clean "
-                      f"scrapes): {_e(lag.reason)}")
+                      f"scrapes): {_e(said(lag.reason))}")
     console.print(f"  control: {_e(lag.control)}")
 
 
