@@ -198,9 +198,9 @@ def why_no_advice(report: CensusReport) -> str:
     if not v.found:
         return "none: nothing found; no mechanism's signature is in the data, so there is nothing to act on"
     if all(f.severity is Severity.MINOR for f in v.found):
-        costs = ", ".join(f"{f.mechanism.value} {_pct(f.loss_share)}" for f in v.found)
-        return (f"none: nothing material; what was found costs {costs} of decoders' time, under the "
-                f"{100 * MATERIAL_SHARE:g} % line, and the advice found no knob setting to change for it")
+        costs = ", ".join(f"{f.mechanism.value}, {_pct(f.loss_share)} of decoders' time" for f in v.found)
+        return (f"none: nothing material; what was found ({costs}) is under the {100 * MATERIAL_SHARE:g} % line, "
+                "and the advice found no knob setting to change for it")
     names = ", ".join(f.mechanism.value for f in v.found)
     return f"none: no knob in the {report.profile} catalogue acts on {names} on this engine"
 
