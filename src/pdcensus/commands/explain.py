@@ -17,7 +17,8 @@ from pdcensus.errors import UsageError
 
 @app.command()
 def explain(
-    term: Annotated[Optional[list[str]], typer.Argument(help="A term of the report, e.g. 'chunk step' or held-step.")] = None,
+    term: Annotated[Optional[list[str]], typer.Argument(
+        metavar="TERM", help="A term of the report, e.g. 'chunk step' or held-step.")] = None,
 ) -> None:
     """What a term of the report means (the glossary, docs/glossary.md)."""
     from pdcensus.report.glossary import entries, lookup

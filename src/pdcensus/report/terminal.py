@@ -66,7 +66,7 @@ def render(report: CensusReport, console: Console, full: bool = True) -> None:
     """Print the report on a rich console: the short view, then (``full``) every section after it."""
     render_summary(summarise(report), console)
     if not full:
-        render_footer(console, report.source, sum(t.fired for t in report.traps))
+        render_footer(console, report.source, [t.name for t in report.traps if t.fired])
         return
     from pdcensus.report.terminal_advice import render_advice
 

@@ -8,6 +8,8 @@ which the HTML and Markdown views render in the same order.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.console import Console, Group, RenderableType
 from rich.panel import Panel
 from rich.table import Table
@@ -111,8 +113,10 @@ def render_summary(s: Summary, console: Console) -> None:
     render_verify(s, console)
 
 
-def render_footer(console: Console, source: str, fired_traps: int) -> None:
-    """Where the rest is, and where the words are explained."""
+def render_footer(console: Console, source: str, fired_traps: Sequence[str]) -> None:
+    """The traps that fired (by name), where the rest is, and where the words are explained."""
     again = f"pdcensus census {source} --full" if source else "--full"
-    console.print(Text(f"more: {again} (every table; {fired_traps} trap(s) fired); "
+    if fired_traps:
+        console.print(Text(f"traps fired: {', '.join(fired_traps)}", style="yellow"))
+    console.print(Text(f"more: {again} (every table, what each trap means); "
                        "terms: pdcensus explain TERM, docs/glossary.md", style="dim"))
