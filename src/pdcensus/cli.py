@@ -20,7 +20,7 @@ import typer
 from typer.core import TyperCommand, TyperGroup, TyperOption
 from typer.exceptions import Abort, Exit, TyperException
 
-from pdcensus.commands import advice, census, demo, export, fleet, fpm, live, query, serve, sim, whatif  # noqa: F401
+from pdcensus.commands import advice, census, demo, explain, export, fleet, fpm, live, query, serve, sim, whatif  # noqa: F401
 from pdcensus.commands.base import DEBUG, app
 from pdcensus.errors import CensusError
 

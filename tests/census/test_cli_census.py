@@ -39,10 +39,20 @@ def test_census_json_on_a_recording_file_names_the_mechanism(recording_file, tmp
 
 
 def test_census_terminal_report_puts_the_verdict_first(recording_file, capsys):
-    code, out, _ = _run(["census", str(recording_file), "--segment", "1"], capsys)
+    code, out, _ = _run(["census", str(recording_file), "--segment", "1", "--full"], capsys)
     assert code == 0
     first = out.index("step-time-sharing")
     assert first < out.index("Evidence") < out.index("Shape") < out.index("Traps")
+
+
+def test_census_terminal_report_is_short_without_full(recording_file, capsys):
+    code, short, _ = _run(["census", str(recording_file), "--segment", "1"], capsys)
+    assert code == 0
+    code, full, _ = _run(["census", str(recording_file), "--segment", "1", "--full"], capsys)
+    assert code == 0
+    assert short.index("how sure it is there") < short.index("how much it costs") < short.index("Advice")
+    assert "Traps" not in short and "Traps" in full
+    assert len(short.splitlines()) < len(full.splitlines()) / 3
 
 
 @pytest.mark.parametrize("args,code,match", [

@@ -67,7 +67,7 @@ def test_an_overloaded_scenario_is_named_overloaded_with_no_knob_presented_as_th
     from pdcensus.report.terminal import render_text
 
     text = render_text(report, width=100)
-    assert text.index("overloaded") < text.index("advice for overload") < text.index("Evidence")
+    assert text.index("overloaded") < text.index("Advice for overload") < text.index("All findings and evidence")
 
 
 @pytest.mark.slow

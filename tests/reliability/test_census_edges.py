@@ -319,12 +319,13 @@ def test_the_cli_reads_float_limit_values_from_a_file_and_reports_them_without_a
     assert "1.7e+308" in path.read_text() and "+Inf" in path.read_text()
     html = tmp_path / "report.html"
     runs = {
-        "terminal": ["census", str(path)],
+        "terminal": ["census", str(path), "--full"],
+        "short": ["census", str(path)],
         "json": ["census", str(path), "--json"],
         "html": ["census", str(path), "--html", str(html)],
     }
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    with ThreadPoolExecutor(max_workers=3) as pool:
+    with ThreadPoolExecutor(max_workers=4) as pool:
         futures = {kind: pool.submit(subprocess.run, [sys.executable, "-m", "pdcensus", *args], capture_output=True,
                                      text=True, timeout=120, env=env) for kind, args in runs.items()}
         done = {kind: f.result() for kind, f in futures.items()}
@@ -332,6 +333,7 @@ def test_the_cli_reads_float_limit_values_from_a_file_and_reports_them_without_a
         assert result.returncode == 0, (kind, result.stderr)
         assert "Traceback" not in result.stderr and "Warning" not in result.stderr, (kind, result.stderr)
     assert "left out" in done["terminal"].stdout and LEFT_OUT in done["terminal"].stdout
+    assert LEFT_OUT in done["short"].stdout  # the short view names the fired trap
 
     def no_constant(name: str) -> None:
         raise AssertionError(f"the JSON holds {name}: not strict JSON")

@@ -70,15 +70,16 @@ def test_the_page_loads_nothing_and_runs_nothing(report_factory: Callable[..., E
     assert csp and "default-src 'none'" in (csp[0].get("content") or "")
 
 
-def test_the_verdict_and_confidence_come_before_everything_else(report_factory: Callable[..., EndpointReport]) -> None:
+def test_the_verdict_confidence_and_advice_come_before_the_evidence_sections(
+        report_factory: Callable[..., EndpointReport]) -> None:
     report = report_factory()
     page = render_html(report)
     main = page[page.index("<main>"):]
     verdict = main.index(report.verdict.mechanism.value)
     assert verdict < main.index("<svg")
-    assert "86.0 %" in main[:main.index("<svg")]
-    order = [main.index(f'id="{a}"') for a in ("verdict", "shape", "buckets", "lag", "ledger", "preemption",
-                                                "traps", "advice")]
+    assert "confidence 0.86" in main[:main.index("<svg")]
+    order = [main.index(f'id="{a}"') for a in ("verdict", "evidence", "advice", "verify", "advice-detail", "findings",
+                                                "shape", "ledger", "buckets", "lag", "preemption", "traps")]
     assert order == sorted(order)
 
 
@@ -97,15 +98,16 @@ def test_the_trade_off_table_shows_every_candidate_value(report_factory: Callabl
     tradeoff = advice[advice.index("Trade-off"):]
     table = tradeoff[:tradeoff.index("</table>")]
     assert table.count("<tr") == 1 + len(report.advice[0].tradeoff)
-    assert "prefill interleave" in table
-    for step in ("reached argv", "counter the knob moves", "bucket pair"):
-        assert step in advice
+    assert "prefill interleave" in table and "prefill_interleave" not in table  # a label, not the key
+    verify = page[page.index('id="verify"'):page.index('id="advice-detail"')]
+    for step in ("argv: ", "counter: ", "bucket pair: "):
+        assert step in verify
 
 
 def test_fired_traps_are_listed_first_and_marked(report_factory: Callable[..., EndpointReport]) -> None:
     report = report_factory()
     page = render_html(report)
-    traps = page[page.index('id="traps"'):page.index('id="advice"')]
+    traps = page[page.index('id="traps"'):page.index('id="glossary"')]
     fired = [t.name for t in report.traps if t.fired]
     quiet = [t.name for t in report.traps if not t.fired]
     assert fired and quiet
@@ -131,7 +133,7 @@ def test_several_endpoints_get_one_section_each_with_unique_ids(
 
 def test_missing_numbers_read_as_missing_not_zero(report_factory: Callable[..., EndpointReport]) -> None:
     page = render_html(report_factory())
-    ledger = page[page.index('id="ledger"'):page.index('id="preemption"')]
+    ledger = page[page.index('id="ledger"'):page.index('id="buckets"')]
     idle_row = ledger[ledger.index("<td>idle</td>"):]
     idle_row = idle_row[:idle_row.index("</tr>")]
     assert "—" in idle_row  # the idle bucket has no chunk step: NaN shows as a dash

@@ -35,10 +35,11 @@ def test_write_markdown_writes_the_file_and_every_linked_plot(
 def test_markdown_keeps_the_html_order_verdict_first(report_factory: Callable[..., CensusReport]) -> None:
     text = render_markdown(report_factory()).text
     heads = [line for line in text.splitlines() if line.startswith("## ")]
-    assert heads == ["## Verdict", "## Shape", "## Decode by prefill bucket", "## Lag profile", "## Step ledger",
-                     "## Preemption bursts", "## Traps", "## Advice"]
+    assert heads == ["## Verdict", "## Evidence that decided it", "## Advice", "## Verify the arm",
+                     "## Advice in detail", "## All findings and evidence", "## Shape", "## Step ledger",
+                     "## Decode by prefill bucket", "## Lag test", "## Preemption bursts", "## Traps", "## Glossary"]
     verdict = text.index("## Verdict")
-    assert "step-time-sharing" in text[verdict:text.index("## Shape")]
+    assert "step-time-sharing" in text[verdict:text.index("## Evidence that decided it")]
 
 
 def test_tables_have_as_many_cells_as_headers(report_factory: Callable[..., CensusReport]) -> None:

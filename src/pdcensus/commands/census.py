@@ -25,6 +25,8 @@ def census(
     end: Annotated[Optional[str], typer.Option("--end", help="Window end (Unix seconds or RFC 3339).")] = None,
     segment: Annotated[Optional[int], typer.Option("--segment", help="Shape to analyse, 1-based (default: the latest).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON (schema pdcensus/census/v2).")] = False,
+    full: Annotated[bool, typer.Option("--full", help="Every section of the terminal report, not only the short "
+                                                     "view (headline, evidence, advice, verify).")] = False,
     html: Annotated[Optional[Path], typer.Option("--html", help="Also write a self-contained HTML report (plots inline).")] = None,
     markdown: Annotated[Optional[Path], typer.Option("--markdown", help="Also write a Markdown report, plots as SVG files beside it.")] = None,
     evidence: Annotated[Optional[str], typer.Option(
@@ -83,7 +85,7 @@ def census(
 
     console = Console(emoji=False)  # label values like ":smile:" stay text
     for report in reports:
-        render(report, console)
+        render(report, console, full=full)
     for path in (html, markdown):
         if path is not None:
             console.print(f"wrote {path}")

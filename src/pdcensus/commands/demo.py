@@ -1,5 +1,8 @@
 """`pdcensus demo [SCENARIO]`: simulate a scenario (default step-time-sharing), census it, print the report, write report.html.
 
+The terminal gets the short view (headline, the evidence that decided it, the advice, how to
+verify the arm); ``--full`` prints every section after it, as report.html always does.
+
 The simulator's output directory is written too, so ``pdcensus census DIR`` re-runs the
 census on exactly what the demo saw.
 """
@@ -20,6 +23,7 @@ def demo(
     out: Annotated[Path, typer.Option("--out", help="Directory for the recording, truth and report.html.")] = Path("out"),
     duration: Annotated[str, typer.Option("--duration", help="Simulated time, e.g. 2h.")] = "2h",
     seed: Annotated[int, typer.Option("--seed", help="Simulator seed.")] = 0,
+    full: Annotated[bool, typer.Option("--full", help="Every section of the report, not only the short view.")] = False,
 ) -> None:
     """Simulate SCENARIO, run the census on it, print the report and write OUT/report.html."""
     from rich.console import Console
@@ -38,7 +42,7 @@ def demo(
     recording.source = str(out)
     reports = api.census_all(recording, evidence=out)
     for report in reports:
-        render(report, console)
+        render(report, console, full=full)
     write_html(reports, out / "report.html", f"pdcensus demo: {scenario}")
     truth = str(result.truth.get("mechanism", "?"))
     found = reports[-1].verdict.mechanism.value if reports else "?"

@@ -3,13 +3,17 @@
 :func:`build_document` turns typed census reports into a list of plain blocks that both
 the HTML renderer (:mod:`pdcensus.report.html`) and the Markdown renderer
 (:mod:`pdcensus.report.markdown`) walk, so the two show the same content in the same
-order: verdict and confidence first, then the shape, buckets, lag profile, step ledger,
-preemption bursts, traps and advice. Text in blocks is plain (never markup); escaping
-belongs to each renderer. Numbers are only formatted here, never computed.
+order, which is also the terminal's: the short view first (the two-part headline, the
+evidence that decided it, the advice, how to verify the arm; :mod:`pdcensus.report.summary`),
+then the advice in detail, every finding and evidence row, the shape, step ledger, buckets,
+lag test, preemption bursts, traps, runbook steps and the glossary of the terms used. Text in
+blocks is plain (never markup); escaping belongs to each renderer. Numbers are only
+formatted here, never computed.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -17,10 +21,15 @@ from pdcensus.advice.endpoint_report import advice_of
 from pdcensus.census.model import CensusReport, Mechanism
 from pdcensus.report.document_advice import advice_blocks
 from pdcensus.report.document_blocks import (
-    Block, Bullets, Callout, FigureBlock, Heading, Paragraph, Table, Tone,
-    fmt_count, fmt_number, fmt_rate, fmt_ratio, fmt_seconds, fmt_share, fmt_time,
+    Block, Bullets, Callout, Code, FigureBlock, Heading, Paragraph, Table, Tone, fmt_count, fmt_number, fmt_seconds,
+    fmt_share,
+)
+from pdcensus.report.document_sections import (
+    bucket_blocks, lag_blocks, ledger_blocks, pass_blocks, preemption_blocks, shape_blocks, trap_blocks,
 )
 from pdcensus.report.figures import all_figures
+from pdcensus.report.glossary import terms_in
+from pdcensus.report.summary import Summary, summarise, why_no_advice
 
 __all__ = ["Document", "build_document", "Block", "Tone"]
 
@@ -60,46 +69,136 @@ def build_document(reports: Sequence[CensusReport], *, title: str | None = None)
 
 
 def endpoint_blocks(report: CensusReport, *, level: int, key: str) -> list[Block]:
-    """Every section for one endpoint; ``key`` keeps anchors and figure ids unique."""
+    """Every section for one endpoint; ``key`` keeps anchors and figure ids unique.
+
+    The short view's sections first (:data:`~pdcensus.report.summary.SHORT_SECTIONS`), then what
+    ``--full`` adds (:data:`~pdcensus.report.summary.FULL_SECTIONS`), the terminal's order.
+    """
     figs = all_figures(report)
     sfx = f"-{key}" if key else ""
+    s = summarise(report)
 
-    def h(text: str, anchor: str) -> Heading:
-        return Heading(level, text, anchor + sfx)
+    def h(text: str) -> Heading:
+        return Heading(level, text, _slug(text) + sfx)
 
     def fig(slug: str) -> FigureBlock:
         return FigureBlock(figs[slug], "fig-" + slug + sfx)
 
-    out: list[Block] = [h("Verdict", "verdict"), *verdict_blocks(report)]
-    out += [h("Shape", "shape"), *shape_blocks(report), fig("shape-timeline")]
-    out += [h("Decode by prefill bucket", "buckets"), fig("buckets"), *bucket_blocks(report)]
-    out += [h("Lag profile", "lag"), fig("lag-profile"), *lag_blocks(report)]
-    out += [h("Step ledger", "ledger"), *ledger_blocks(report), fig("ledger-timeline")]
-    out += [h("Preemption bursts", "preemption"), fig("preemption-bursts"), *preemption_blocks(report)]
-    out += [h("Traps", "traps"), *trap_blocks(report)]
+    out: list[Block] = [h("Verdict"), *summary_verdict_blocks(s), h("Evidence that decided it"),
+                        *summary_evidence_blocks(s), h("Advice"), *summary_advice_blocks(s)]
+    if s.verify:
+        out += [h("Verify the arm"), *summary_verify_blocks(s)]
+    none = "No advice: " + why_no_advice(report).removeprefix("none: ") + "."
+    out += [h("Advice in detail"), *advice_blocks(advice_of(report), level + 1, sfx, none, s.advice)]
+    out += [h("All findings and evidence"), *verdict_blocks(report)]
+    out += [h("Shape"), *shape_blocks(report), fig("shape-timeline")]
+    out += [h("Step ledger"), *ledger_blocks(report), fig("ledger-timeline")]
+    out += [h("Decode by prefill bucket"), fig("buckets"), *bucket_blocks(report)]
+    out += [h("Lag test"), fig("lag-profile"), *lag_blocks(report)]
+    out += [h("Preemption bursts"), fig("preemption-bursts"), *preemption_blocks(report)]
+    out += [h("Traps"), *trap_blocks(report)]
     if report.passes:
-        out += [h("Runbook steps on this engine's metrics", "passes"), *pass_blocks(report)]
-    out += [h("Advice", "advice"), *advice_blocks(advice_of(report), level + 1, sfx)]
+        out += [h("Runbook steps on this engine's metrics"), *pass_blocks(report)]
+    out += [h("Glossary"), *glossary_blocks(out)]
+    return out
+
+
+# the anchors reports linked before the short view came first keep their names
+_ANCHORS = {"Evidence that decided it": "evidence", "Verify the arm": "verify", "Advice in detail": "advice-detail",
+            "All findings and evidence": "findings", "Step ledger": "ledger", "Decode by prefill bucket": "buckets",
+            "Lag test": "lag", "Preemption bursts": "preemption", "Runbook steps on this engine's metrics": "passes"}
+
+
+def _slug(title: str) -> str:
+    return _ANCHORS.get(title) or re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
+def summary_verdict_blocks(s: Summary) -> list[Block]:
+    """The two-part headline: which and how sure, how much; then the census's own sentence."""
+    out: list[Block] = [Callout(label="verdict", value=s.mechanism.value,
+                                detail=s.which.removeprefix(s.mechanism.value + " - "),
+                                tone=_VERDICT_TONE.get(s.mechanism, Tone.WARNING))]
+    out.append(Table(("", ""), (("how sure it is there", s.how_sure), ("how much it costs", s.how_much)),
+                     caption="Confidence and severity are two figures: a small effect can be certain."))
+    if s.headline:
+        out.append(Paragraph(s.headline))
+    out += [Paragraph(w, Tone.WARNING) for w in s.warnings]
+    return out
+
+
+def summary_evidence_blocks(s: Summary) -> list[Block]:
+    out: list[Block] = []
+    if s.evidence:
+        out.append(Table(("evidence", "value", "the line it is held against", "holds", "what it means"),
+                         tuple((r.label, r.value, r.line, "yes" if r.holds else "no", r.meaning) for r in s.evidence),
+                         numeric=(1,)))
+    if s.settle:
+        out += [Paragraph("What would settle it:"), Bullets(s.settle[:3])]
+    return out
+
+
+def summary_advice_blocks(s: Summary) -> list[Block]:
+    rec = s.advice
+    if rec is None:
+        return [Paragraph(s.no_advice[0].upper() + s.no_advice[1:] + ".", Tone.MUTED)]
+    out: list[Block] = [Paragraph(f"For {rec.mechanism}: {rec.knob} {rec.value}".rstrip()), Paragraph(rec.summary)]
+    if rec.env_line:
+        out += [Paragraph("Deploy:"), Code(rec.env_line)]
+    if rec.rollback_env_line:
+        out += [Paragraph("Roll back:"), Code(rec.rollback_env_line)]
+    if rec.cost:
+        out.append(Paragraph("Cost: " + rec.cost, Tone.WARNING))
+    if s.more_advice:
+        out.append(Paragraph(f"{s.more_advice} more recommendation(s) under Advice in detail.", Tone.MUTED))
+    return out
+
+
+def summary_verify_blocks(s: Summary) -> list[Block]:
+    steps = tuple(f"{k}: {t}" for k, t in s.verify if k != "command")
+    command = next((t for k, t in s.verify if k == "command"), "")
+    lead = s.verify_title.removeprefix("Verify the arm").lstrip(", :")
+    out: list[Block] = [Paragraph(lead[:1].upper() + lead[1:] + ":")]
+    if steps:
+        out.append(Bullets(steps, ordered=True))
+    if command:
+        out.append(Code(command))
+    return out
+
+
+def glossary_blocks(blocks: Sequence[Block]) -> list[Block]:
+    """The glossary entries of the terms this section's text uses (the whole list: docs/glossary.md)."""
+    used = terms_in(" ".join(_texts(blocks)))
+    return [Paragraph("The terms this report uses; every term: docs/glossary.md, or pdcensus explain TERM. "
+                      "The census procedure: docs/runbook.md."),
+            Table(("term", "what it means"), tuple((e.term, e.text) for e in used))]
+
+
+def _texts(blocks: Sequence[Block]) -> list[str]:
+    out: list[str] = []
+    for b in blocks:
+        if isinstance(b, (Heading, Paragraph)):
+            out.append(b.text)
+        elif isinstance(b, Callout):
+            out += [b.value, b.detail]
+        elif isinstance(b, Table):
+            out += [*b.headers, b.caption, *(c for row in b.rows for c in row)]
+        elif isinstance(b, Bullets):
+            out += list(b.items)
     return out
 
 
 def verdict_blocks(report: CensusReport) -> list[Block]:
     v = report.verdict
-    out: list[Block] = [Callout(
-        label="verdict",
-        value=v.mechanism.value,
-        detail=f"confidence {fmt_share(v.confidence)}; {v.headline}",
-        tone=_VERDICT_TONE.get(v.mechanism, Tone.WARNING),
-    )]
+    out: list[Block] = []
     if v.found:
         out.append(Table(
-            ("found", "severity", "share of decoders' time", "interval", "depth while acting", "acts",
-             "ITL p99 while acting", "confidence", "signature"),
+            ("found", "severity (how much)", "share of decoders' time", "interval", "depth while acting", "acts",
+             "ITL p99 while acting", "confidence (how sure)", "signature"),
             tuple((f.mechanism.value, f.severity.value, fmt_share(f.loss_share),
                    f"{fmt_share(f.interval[0])} .. {fmt_share(f.interval[1])}", fmt_number(f.depth),
-                   fmt_share(f.active_share), fmt_number(f.itl_p99_ratio), fmt_share(f.confidence),
+                   fmt_share(f.active_share), fmt_number(f.itl_p99_ratio), f"{f.confidence:.2f}",
                    f.signature_text) for f in v.found),
-            caption="Each mechanism whose signature is in the data, and what it costs.", numeric=(2, 4, 6),
+            caption="Each mechanism whose signature is in the data, and what it costs.", numeric=(2, 3, 4, 5, 6),
         ))
     dr = v.dose_response
     if dr is not None and dr.available:
@@ -162,147 +261,3 @@ def verdict_blocks(report: CensusReport) -> list[Block]:
     return out
 
 
-def shape_blocks(report: CensusReport) -> list[Block]:
-    shape = report.shape
-    tone = Tone.NORMAL if shape.proven else Tone.WARNING
-    out: list[Block] = [Paragraph(("One shape proven. " if shape.proven else "Shape not proven. ") + shape.reason,
-                                  tone)]
-    if shape.segments:
-        out.append(Table(
-            ("shape", "from", "to", "scrapes", "profile", "starts because", "detail"),
-            tuple((f"#{s.index}" + (" (analysed)" if s.index == shape.analysed else ""), fmt_time(s.start),
-                   fmt_time(s.end), fmt_count(s.scrapes), s.profile, s.starts_because.value,
-                   "; ".join((s.reason, *s.notes))) for s in shape.segments),
-            numeric=(3,),
-        ))
-    return out
-
-
-def bucket_blocks(report: CensusReport) -> list[Block]:
-    out: list[Block] = []
-    for table, what in ((report.buckets, "all prefill"), (report.client_new_buckets, "client-new prefill")):
-        if table is None:
-            continue
-        out.append(Paragraph(
-            f"Bucketed by {table.prefill} ({what}; {table.basis}); idle below "
-            f"{fmt_rate(table.idle_threshold_tokens_per_second)} tokens/s ({table.idle_rule}); scrape interval "
-            f"{fmt_seconds(table.scrape_interval_seconds)}."))
-        out.append(Table(
-            ("bucket", "prefill tokens/s", "samples", "decode tokens/s", "per-stream tokens/s", "vs idle",
-             "TTFT p50", "TTFT p90", "TTFT p99", "requests", "ITL p50", "ITL p99", "preemptions"),
-            tuple((r.bucket, f"{fmt_rate(r.low_tokens_per_second)} .. {fmt_rate(r.high_tokens_per_second)}",
-                   fmt_count(r.samples), fmt_rate(r.decode_tokens_per_second),
-                   fmt_rate(r.per_stream_tokens_per_second), fmt_share(r.per_stream_vs_idle),
-                   fmt_seconds(r.ttft_p50_seconds), fmt_seconds(r.ttft_p90_seconds),
-                   fmt_seconds(r.ttft_p99_seconds), fmt_count(r.ttft_requests), fmt_seconds(r.itl_p50_seconds),
-                   fmt_seconds(r.itl_p99_seconds), fmt_count(r.preemptions))
-                  for r in table.rows),
-            numeric=tuple(range(2, 13)),
-        ))
-        if table.warnings:
-            out.append(Bullets(table.warnings, tone=Tone.WARNING))
-    if report.buckets is None:
-        out.append(Paragraph("No bucket table for this shape.", Tone.MUTED))
-    ttft = report.ttft
-    out.append(Paragraph(
-        f"TTFT ({ttft.family or 'no histogram'}): idle p90 {fmt_seconds(ttft.idle_p90_seconds)}, busiest bucket "
-        f"p90 {fmt_seconds(ttft.busiest_p90_seconds)}. {ttft.reason}", Tone.NORMAL if ttft.available else Tone.MUTED))
-    return out
-
-
-def lag_blocks(report: CensusReport) -> list[Block]:
-    lag = report.lag
-    if not lag.available:
-        return [Paragraph("No lag test: " + lag.reason, Tone.MUTED)]
-    lo, hi = lag.tail_window_seconds
-    out: list[Block] = [Paragraph(
-        f"Tail ({lo / 60:g}-{hi / 60:g} min): effect {fmt_number(lag.tail_effect)} "
-        f"[{fmt_number(lag.tail_low)}, {fmt_number(lag.tail_high)}] over {fmt_count(lag.tail_samples)} samples "
-        f"({fmt_count(lag.clean_samples)} with idle prefill of their own); longest lag with an effect "
-        f"{fmt_number(lag.longest_lag_with_effect_seconds / 60)} min. {lag.reason}")]
-    if lag.points:
-        out.append(Table(
-            ("lag (min)", "effect", "low", "high", "busy samples", "idle samples"),
-            tuple((fmt_number(p.lag_seconds / 60), fmt_number(p.effect), fmt_number(p.low), fmt_number(p.high),
-                   fmt_count(p.busy_samples), fmt_count(p.idle_samples)) for p in lag.points),
-            caption=f"Effect per lag ({len(lag.points)} lags).", numeric=tuple(range(6)), fold_after=24,
-        ))
-    return out
-
-
-def ledger_blocks(report: CensusReport) -> list[Block]:
-    ld = report.ledger
-    if not ld.available:
-        return [Paragraph("No step ledger: " + ld.reason, Tone.MUTED)]
-    rows = [
-        ("mean decode-only step", fmt_seconds(ld.decode_step_seconds)),
-        ("mean chunk step", fmt_seconds(ld.chunk_step_seconds)),
-        ("mean step (diluted, for contrast)", fmt_seconds(ld.mean_step_seconds)),
-        ("steps", fmt_count(ld.steps)),
-        ("held steps", fmt_count(ld.held_steps)),
-        ("chunk steps' share of steps", fmt_share(ld.chunk_share_of_steps)),
-        ("chunk steps' share of step time", fmt_share(ld.chunk_share_of_step_time)),
-        ("reference decode-only step", fmt_seconds(ld.reference_decode_step_seconds)
-         + (f" ({ld.reference})" if ld.reference else "")),
-        ("decode-only step during prefill / reference", fmt_ratio(ld.decode_step_inflation_during_prefill)),
-        ("decode-only step 2-14 min after prefill / reference", fmt_ratio(ld.decode_step_inflation_after_prefill)),
-        ("intervals", fmt_count(ld.intervals)),
-    ]
-    out: list[Block] = [Paragraph(ld.reason), Table(("ledger", "value"), tuple(rows), numeric=(1,))]
-    if ld.held_steps == 0:
-        out.append(Paragraph("Held steps are zero: nothing is protecting decoders.", Tone.WARNING))
-    if ld.by_bucket:
-        out.append(Table(
-            ("prefill bucket", "intervals", "decode-only step", "chunk step", "chunk steps"),
-            tuple((b.bucket, fmt_count(b.intervals), fmt_seconds(b.decode_step_seconds),
-                   fmt_seconds(b.chunk_step_seconds), fmt_count(b.chunk_steps)) for b in ld.by_bucket),
-            caption="Decode-only and chunk step by the prefill bucket of the same interval.", numeric=(1, 2, 3, 4),
-        ))
-    return out
-
-
-def preemption_blocks(report: CensusReport) -> list[Block]:
-    pre = report.preemption
-    if not pre.available:
-        return [Paragraph("No preemption counter: " + pre.reason, Tone.MUTED)]
-    out: list[Block] = [Paragraph(
-        f"{fmt_count(pre.total)} preemptions in {len(pre.bursts)} bursts; decode dip {fmt_share(pre.decode_dip)}, "
-        f"prefill spike {fmt_share(pre.prefill_spike)}; instant preempted depth max {fmt_number(pre.depth_max)}, "
-        f"mean {fmt_number(pre.depth_mean)} (a depth, not a count). {pre.reason}")]
-    if pre.bursts:
-        out.append(Table(
-            ("from", "to", "preemptions", "decode vs baseline", "prefill vs baseline"),
-            tuple((fmt_time(b.start), fmt_time(b.end), fmt_count(b.preemptions), fmt_share(b.decode_vs_baseline),
-                   fmt_share(b.prefill_vs_baseline)) for b in pre.bursts),
-            numeric=(2, 3, 4),
-        ))
-    return out
-
-
-def trap_blocks(report: CensusReport) -> list[Block]:
-    fired = [t for t in report.traps if t.fired]
-    quiet = [t for t in report.traps if not t.fired]
-    if not report.traps:
-        return [Paragraph("No trap checks ran.", Tone.MUTED)]
-    out: list[Block] = [Paragraph(f"{len(fired)} of {len(report.traps)} traps fired on this data.",
-                                  Tone.WARNING if fired else Tone.GOOD)]
-    out.append(Table(
-        ("trap", "fired", "value", "what it means"),
-        tuple((t.name, "FIRED" if t.fired else "no", fmt_number(t.value), t.text) for t in fired + quiet),
-        row_tones=tuple(Tone.WARNING if t.fired else Tone.NORMAL for t in fired + quiet),
-    ))
-    return out
-
-
-def pass_blocks(report: CensusReport) -> list[Block]:
-    """Which runbook steps ran on this engine's metrics, what a missing one cost, and why."""
-    skipped = [p for p in report.passes if not p.ran]
-    out: list[Block] = [Paragraph(
-        f"{len(report.passes) - len(skipped)} of {len(report.passes)} runbook steps ran on this engine's metrics.",
-        Tone.WARNING if skipped else Tone.GOOD)]
-    out.append(Table(
-        ("step", "ran", "confidence factor", "why"),
-        tuple((p.name, "yes" if p.ran else "NO", fmt_number(p.confidence_factor), p.reason) for p in report.passes),
-        row_tones=tuple(Tone.NORMAL if p.ran else Tone.WARNING for p in report.passes),
-    ))
-    return out

@@ -9,50 +9,59 @@ formats their numbers by the units their keys name; it never computes one.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 
 from pdcensus.advice.model import Recommendation, VerificationPlan
 from pdcensus.report.document_blocks import (
-    Block, Bullets, Code, Heading, Paragraph, Table, Tone, plain_value,
+    Block, Bullets, Code, Heading, Paragraph, Table, Tone,
 )
+from pdcensus.report.document_labels import column_label, predicted_row, predicted_value
+from pdcensus.report.terminal_advice import TTFT_TRUST, TTFT_TRUST_NO_REPLAY
 
-def _label(key: str) -> str:
-    return key.replace("_", " ")
 
+def advice_blocks(advice: Sequence[Recommendation], level: int, anchor_suffix: str = "",
+                  none_text: str = "No advice.", shown: Recommendation | None = None) -> list[Block]:
+    """Blocks for every recommendation (or ``none_text``, which says why there is none).
 
-def advice_blocks(advice: Sequence[Recommendation], level: int, anchor_suffix: str = "") -> list[Block]:
-    """Blocks for every recommendation (or one line saying there is none)."""
+    ``shown`` is the recommendation the short view already gave (its summary, env lines and
+    cost are not repeated).
+    """
     if not advice:
-        return [Paragraph("No recommendation: the census found no mechanism a knob acts on.", Tone.MUTED)]
+        return [Paragraph(none_text, Tone.MUTED)]
     out: list[Block] = []
     for i, rec in enumerate(advice):
-        out.extend(recommendation_blocks(rec, level, i, anchor_suffix))
+        out.extend(recommendation_blocks(rec, level, i, anchor_suffix, brief=rec is shown))
     return out
 
 
-def recommendation_blocks(rec: Recommendation, level: int, index: int, anchor_suffix: str = "") -> list[Block]:
+def recommendation_blocks(rec: Recommendation, level: int, index: int, anchor_suffix: str = "",
+                          brief: bool = False) -> list[Block]:
     knob, value, mechanism = rec.knob.strip(), rec.value.strip(), rec.mechanism.strip()
     title = " ".join(p for p in (knob, value) if p) or f"Recommendation {index + 1}"
     out: list[Block] = [Heading(level, f"{title}" + (f" (for {mechanism})" if mechanism else ""),
                                 f"advice-{index}{anchor_suffix}")]
-    if rec.summary:
+    if brief:
+        out.append(Paragraph("Its effect, deploy and rollback lines and cost are under Advice above.", Tone.MUTED))
+    if rec.summary and not brief:
         out.append(Paragraph(rec.summary))
-    if rec.env_line:
+    if rec.env_line and not brief:
         out += [Paragraph("Deploy:"), Code(rec.env_line)]
     if rec.deploy.get("k8s_args"):  # the same line as a Kubernetes container fragment
         out += [Paragraph("Kubernetes:"), Code(str(rec.deploy["k8s_args"]))]
-    if rec.rollback_env_line:
+    if rec.rollback_env_line and not brief:
         out += [Paragraph("Roll back:"), Code(rec.rollback_env_line)]
     if rec.predicted:
         out.append(Table(("predicted", "value"),
-                         tuple((_label(k), plain_value(k, v)) for k, v in rec.predicted.items()),
+                         tuple(predicted_row(k, v) for k, v in rec.predicted.items()),
                          caption="Predicted from this endpoint's own ledger and buckets.", numeric=(1,)))
-    if rec.cost:
+    if rec.cost and not brief:
         out.append(Paragraph("Cost: " + rec.cost, Tone.WARNING))
     if rec.preconditions:
         out += [Paragraph("Preconditions:"), Bullets(rec.preconditions)]
     out.extend(tradeoff_blocks(rec.tradeoff, knob))
-    out.extend(verification_blocks(rec.verification))
+    if not brief:  # the short view's "Verify the arm" has the headline recommendation's plan
+        out.extend(verification_blocks(rec.verification))
     if rec.notes:
         out.append(Bullets(rec.notes, tone=Tone.MUTED))
     return out
@@ -65,12 +74,18 @@ def tradeoff_blocks(rows: Sequence[Mapping[str, float | str]], knob: str) -> lis
     columns: list[str] = []
     for row in rows:
         columns.extend(k for k in row if k not in columns)
-    return [Table(
-        tuple(_label(c) for c in columns),
-        tuple(tuple(plain_value(c, row.get(c)) for c in columns) for row in rows),
+    out: list[Block] = [Table(
+        tuple(column_label(c) for c in columns),
+        tuple(tuple(predicted_value(c, row.get(c)) for c in columns) for row in rows),
         caption=f"Trade-off{' for ' + knob if knob else ''}: what each value buys decoders and what it costs.",
         numeric=tuple(range(len(columns))),
     )]
+    if "busy_ttft_p90_seconds_queueing" in columns:
+        replay = any(isinstance(r.get("busy_ttft_p90_seconds_replay"), float)
+                     and math.isfinite(float(r["busy_ttft_p90_seconds_replay"])) for r in rows)
+        hint = TTFT_TRUST if replay else TTFT_TRUST_NO_REPLAY
+        out.append(Paragraph(hint[0].upper() + hint[1:] + ".", Tone.MUTED))
+    return out
 
 
 def verification_blocks(plan: VerificationPlan | None) -> list[Block]:

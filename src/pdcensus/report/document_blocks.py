@@ -15,7 +15,9 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any
 
-from pdcensus.report.figures import Figure
+from pdcensus.report.figures import Figure, said
+
+__all__ = ["said"]  # re-exported: the renderers import it from here
 
 MISSING = "—"
 

@@ -19,6 +19,11 @@ _SEGMENT_COLORS = ("#56B4E9", "#E69F00")
 TIME_AXIS = Axis("time (UTC)", tick_format=TickFormat.CLOCK)
 
 
+def said(reason: str) -> str:
+    """A pass's reason as a reader should see it: the census writes ``ran`` where there is nothing to say."""
+    return "" if reason.strip() in ("", "ran") else reason
+
+
 @dataclass(frozen=True)
 class Figure:
     """A chart with its file-safe slug (the SVG id in HTML, the file name beside Markdown)."""
@@ -57,7 +62,7 @@ def shape_figure(report: CensusReport) -> Figure:
         x=TIME_AXIS, y=Axis("decode tokens/s"), layers=tuple(layers),
         note="" if shape.segments else "no shape: " + shape.reason,
     )
-    return Figure("shape-timeline", chart, shape.reason)
+    return Figure("shape-timeline", chart, said(shape.reason))
 
 
 def bucket_figure(report: CensusReport) -> Figure:
@@ -117,7 +122,7 @@ def ledger_figure(report: CensusReport) -> Figure:
     if not ledger.available or tl is None or not tl.times:
         chart = Chart("Step ledger over time", "No step ledger.", TIME_AXIS, Axis("step (s)"), (),
                       note="no step ledger: " + ledger.reason)
-        return Figure("ledger-timeline", chart, ledger.reason)
+        return Figure("ledger-timeline", chart, said(ledger.reason))
     layers: list[Line | Bars] = [
         Line("mean decode-only step (s)", tl.times, tl.decode_step_seconds),
         Line("mean chunk step (s)", tl.times, tl.chunk_step_seconds, color=PALETTE[1]),
@@ -160,7 +165,7 @@ def preemption_figure(report: CensusReport) -> Figure:
         note="" if (pre.available and (pre.times or (tl is not None and tl.times))) else
         "no preemption series: " + pre.reason,
     )
-    return Figure("preemption-bursts", chart, pre.reason)
+    return Figure("preemption-bursts", chart, said(pre.reason))
 
 
 def all_figures(report: CensusReport) -> dict[str, Figure]:

@@ -55,17 +55,25 @@ p.good { color: var(--good); }
 .table-wrap { overflow-x: auto; margin: 0.6em 0; }
 table { border-collapse: collapse; font-size: 0.9em; min-width: 50%; }
 caption { text-align: left; color: var(--muted); padding: 0 0 4px; }
-th, td { border-bottom: 1px solid var(--line); padding: 4px 10px; text-align: left; vertical-align: top; }
-th { background: #f8f9fa; font-weight: 600; }
-td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+th, td { border-bottom: 1px solid var(--line); padding: 4px 10px; text-align: left; vertical-align: top;
+         overflow-wrap: break-word; }
+th { background: #f8f9fa; font-weight: 600; overflow-wrap: normal; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.num { white-space: nowrap; overflow-wrap: normal; }
 tr.warning td { background: var(--warn-bg); }
 figure { margin: 0.8em 0; }
 figure svg.plot { width: 100%; height: auto; max-width: 100%; display: block; }
 figcaption { color: var(--muted); font-size: 0.85em; }
-pre { background: #f6f8fa; padding: 8px 12px; overflow-x: auto; border-radius: 4px; }
+pre { background: #f6f8fa; padding: 8px 12px; overflow-x: auto; border-radius: 4px; white-space: pre-wrap;
+      overflow-wrap: anywhere; }
 .table-wrap.tall { max-height: 26em; overflow-y: auto; }
 .table-wrap.tall th { position: sticky; top: 0; }
 footer { margin-top: 2em; color: var(--muted); font-size: 0.85em; border-top: 1px solid var(--line); }
+@media (max-width: 1000px) {
+  table { font-size: 0.82em; }
+  th, td { padding: 3px 4px; }
+  td.num { white-space: normal; }
+}
 @media (max-width: 640px) {
   body { padding: 8px 10px 24px; font-size: 14px; }
   .callout .value { font-size: 1.4em; }
@@ -155,6 +163,7 @@ def _table(table: Table) -> str:
         return ' class="num"' if i in table.numeric else ""
 
     head = "".join(f"<th{cls(i)}>{escape(h)}</th>" for i, h in enumerate(table.headers))
+    thead = f"<thead><tr>{head}</tr></thead>" if any(table.headers) else ""
     rows = []
     for r, row in enumerate(table.rows):
         tone = table.row_tones[r].value if r < len(table.row_tones) else "normal"
@@ -164,5 +173,4 @@ def _table(table: Table) -> str:
     # A long table scrolls inside a short box on screen and prints whole (a closed <details>
     # would print closed).
     wrap = "table-wrap tall" if table.folded else "table-wrap"
-    return (f'<div class="{wrap}"><table>{caption}<thead><tr>{head}</tr></thead>'
-            f"<tbody>{''.join(rows)}</tbody></table></div>")
+    return f'<div class="{wrap}"><table>{caption}{thead}<tbody>{"".join(rows)}</tbody></table></div>'

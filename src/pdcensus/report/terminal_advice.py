@@ -19,16 +19,23 @@ from rich.table import Table
 from rich.text import Text
 
 from pdcensus.advice.model import ArmVerdict, Recommendation
+from pdcensus.report.terminal_fit import fit_table
 
 _TRADEOFF_COLUMNS = (
     ("interleave", "N", "{:.0f}"),
     ("per_stream_tokens_per_second", "per-stream tok/s during prefill", "{:.1f}"),
     ("share_of_idle", "vs idle", "{:.0%}"),
     ("ttft_stretch", "prompt TTFT x", "{:.2f}"),
-    ("prompt_ttft_p90_seconds_at_least", "TTFT p90 >= (s)", "{:.2f}"),
-    ("busy_ttft_p90_seconds_queueing", "TTFT p90 queueing (s)", "{:.2f}"),
-    ("busy_ttft_p90_seconds_replay", "TTFT p90 replay (s)", "{:.2f}"),
+    ("prompt_ttft_p90_seconds_at_least", "busy TTFT p90 floor (s)", "{:.2f}"),
+    ("busy_ttft_p90_seconds_queueing", "busy TTFT p90 M/M/1 (s)", "{:.2f}"),
+    ("busy_ttft_p90_seconds_replay", "busy TTFT p90 replay (s), trust this", "{:.2f}"),
 )
+# Which of the three TTFT p90 columns to read (docs/glossary.md: replay, M/M/1, trade-off)
+TTFT_TRUST = ("which busy TTFT p90 to trust: replay (this recording's own prefill work and arrivals run through "
+              "the slower prefill); the floor is the stretch alone, with no queueing (a lower bound); M/M/1 "
+              "assumes random arrivals")
+TTFT_TRUST_NO_REPLAY = ("which busy TTFT p90 to trust: no replay here (no prefill trace); the floor is the stretch "
+                        "alone (a lower bound), M/M/1 assumes random arrivals: read the truth between them")
 
 
 def _num(value: float | str | None, fmt: str) -> str:
@@ -42,8 +49,11 @@ def _num(value: float | str | None, fmt: str) -> str:
 def _tradeoff(rows: Sequence[Mapping[str, float | str]], chosen: str) -> Table:
     table = Table(title="trade-off", title_justify="left", show_edge=False)
     present = [c for c in _TRADEOFF_COLUMNS if any(c[0] in r for r in rows)]
+    if any(k == "busy_ttft_p90_seconds_replay" for k, _h, _f in present) and not any(
+            _finite(r.get("busy_ttft_p90_seconds_replay")) for r in rows):
+        present = [c for c in present if c[0] != "busy_ttft_p90_seconds_replay"]
     for _key, head, _fmt in present:
-        table.add_column(head, justify="right", overflow="fold")
+        table.add_column(head, justify="right")
     for row in rows:
         cells = [_num(row.get(key), fmt) for key, _head, fmt in present]
         style = "bold" if cells and cells[0] == chosen else None
@@ -51,11 +61,16 @@ def _tradeoff(rows: Sequence[Mapping[str, float | str]], chosen: str) -> Table:
     return table
 
 
-def render_advice(advice: Sequence[Recommendation], console: Console) -> None:
-    """One panel per recommendation, in the order the advice pass gave them."""
+def _finite(value: object) -> bool:
+    return isinstance(value, (int, float)) and math.isfinite(float(value))
+
+
+def render_advice(advice: Sequence[Recommendation], console: Console, none_text: str = "no advice") -> None:
+    """One panel per recommendation, in the order the advice pass gave them (``none_text`` when there is none)."""
     if not advice:
-        console.print("advice: none (nothing to act on, or the verdict is not certain enough)")
+        console.print(Text(none_text))
         return
+    inner = max(20, console.width - 4)  # a panel's border and padding
     for rec in advice:
         parts: list[RenderableType] = [Text.from_markup(f"[bold]{_e(rec.summary)}[/bold]")]
         env, rollback = rec.env_line, rec.rollback_env_line
@@ -71,19 +86,22 @@ def render_advice(advice: Sequence[Recommendation], console: Console) -> None:
         for note in rec.notes:
             parts.append(Text.from_markup(f"note: {_e(note)}"))
         if rec.tradeoff:
-            parts.append(_tradeoff(rec.tradeoff, rec.value))
+            parts.append(fit_table(_tradeoff(rec.tradeoff, rec.value), console, inner))
+            if any("busy_ttft_p90_seconds_queueing" in r for r in rec.tradeoff):
+                replay = any(_finite(r.get("busy_ttft_p90_seconds_replay")) for r in rec.tradeoff)
+                parts.append(Text(TTFT_TRUST if replay else TTFT_TRUST_NO_REPLAY, style="dim"))
         plan = rec.verification
         if plan is not None:
             what = ("verify the change (capacity, not a flag)" if rec.mechanism in ("overload", "box")
                     else "verify the arm (in this order; a deploy is not evidence)")
             steps = Table(title=what, title_justify="left", show_header=False, show_edge=False)
             steps.add_column("step", style="bold")
-            steps.add_column("how", overflow="fold")
+            steps.add_column("how")
             for key, how in (("argv", plan.argv), ("counter", plan.counter), ("bucket pair", plan.bucket_pair),
                              ("command", plan.command)):
                 if how:
                     steps.add_row(key, _e(how))
-            parts.append(steps)
+            parts.append(fit_table(steps, console, inner))
         title = f"advice for {rec.mechanism or '?'}: {rec.knob or '?'} {rec.value}"
         console.print(Panel(Group(*parts), title=_e(title), title_align="left"))
 

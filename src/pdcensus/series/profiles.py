@@ -398,10 +398,10 @@ _VLLM_MISSING = {
 LEDGER_SPECS: dict[str, LedgerSpec] = {
     spec.profile: spec
     for spec in (
-        LedgerSpec("radiance-1.8", "METRICS.md (radiance 1.8.x)", _radiance_terms(PROFILES["radiance-1.8"])),
+        LedgerSpec("radiance-1.8", "the radiance 1.8.x step counters, docs/runbook.md", _radiance_terms(PROFILES["radiance-1.8"])),
         LedgerSpec(
             "radiance-1.0.13",
-            "METRICS.md (radiance 1.0.13)",
+            "the radiance 1.0.13 step counters, docs/runbook.md",
             _radiance_terms(PROFILES["radiance-1.0.13"]),
             missing={
                 q: "radiance 1.0.13 has no decode-only step counters"
