@@ -33,6 +33,8 @@ from pdcensus.series.model import Recording
 from pdcensus.sources.client_records import load_client_records
 
 if TYPE_CHECKING:
+    from pdcensus.advice.evidence import Argv
+    from pdcensus.sources.bundle import Bundle
     from pdcensus.sources.prometheus_http import AuthConfig
 
 AUTO = "auto"  # evidence: look for side channels beside the source (a sim output dir)
@@ -67,13 +69,25 @@ def prefill_trace(recording: Recording, report: CensusReport, start: float | Non
     return trace_from_signals(read.signals)
 
 
+def _with_argv(bundle: Bundle | None, argv: Argv | None) -> Bundle | None:
+    """``bundle`` with its argv replaced by ``argv`` (a bundle of argv alone when there is none)."""
+    from pdcensus.sources.bundle import Bundle
+
+    if argv is None:
+        return bundle
+    if bundle is None:
+        return Bundle(source=argv.origin, manifest={}, argv=argv.args, stats=None, diagnostics=None,
+                      metrics_text=None)
+    return replace(bundle, argv=argv.args, source=f"{bundle.source} (argv from {argv.origin})")
+
+
 def _advise(reports: Sequence[CensusReport], source: object, evidence: str | Path | None,
             target_decode_share: float | None, recording: Recording | None = None,
-            start: float | None = None, end: float | None = None) -> list[EndpointReport]:
+            start: float | None = None, end: float | None = None, argv: Argv | None = None) -> list[EndpointReport]:
     """Read the side channels and the prefill traces (the I/O stays here), then attach each report's advice."""
     from pdcensus.advice.attach import attach_advice
     from pdcensus.advice.recommend import DEFAULT_TARGET_DECODE_SHARE
-    from pdcensus.sources.bundle import Bundle, find_side_channels, read_bundle
+    from pdcensus.sources.bundle import find_side_channels, read_bundle
 
     asked = evidence is not None and evidence != AUTO  # named by the caller: unreadable is an error
     if evidence == AUTO:
@@ -87,6 +101,7 @@ def _advise(reports: Sequence[CensusReport], source: object, evidence: str | Pat
             if asked:
                 raise DataError(f"--evidence: {exc}") from None
             unreadable = str(exc)
+    bundle = _with_argv(bundle, argv)
     share = DEFAULT_TARGET_DECODE_SHARE if target_decode_share is None else target_decode_share
     return [attach_advice(r, bundle, share,
                           prefill_trace(recording, r, start, end) if recording is not None else None,
@@ -112,18 +127,21 @@ def census(
     segment: int | None = None,
     evidence: str | Path | None = AUTO,
     target_decode_share: float | None = None,
+    argv: Argv | None = None,
 ) -> EndpointReport:
     """The census of one endpoint (``instance`` is required when the source holds several).
 
     ``start``/``end`` (Unix seconds) cut the window; ``segment`` (1-based) picks a shape
     other than the latest. ``evidence`` is a bundle from ``pdcensus collect`` or a sim
     output dir (argv, boot ledger, /stats) for the advice; ``"auto"`` looks beside the
-    source. Raises ``DataError`` on unusable data and ``UsageError`` on a bad choice.
+    source. ``argv`` (:func:`pdcensus.advice.evidence.read_argv`: a saved cmdline or a pid)
+    is the deployed command line, read instead of the bundle's. Raises ``DataError`` on
+    unusable data and ``UsageError`` on a bad choice.
     """
     rec = _recording(source)
     options = CensusOptions(instance=instance, start=start, end=end, segment=segment)
     report = census_endpoint(rec.endpoint(instance), rec.families, rec.source or str(source), options)
-    return _advise([report], source, evidence, target_decode_share, rec, start, end)[0]
+    return _advise([report], source, evidence, target_decode_share, rec, start, end, argv)[0]
 
 
 def census_all(
@@ -137,6 +155,7 @@ def census_all(
     target_decode_share: float | None = None,
     warnings: Sequence[str] = (),
     client_records: str | Path | None = None,
+    argv: Argv | None = None,
 ) -> list[EndpointReport]:
     """One report per endpoint that carries engine metrics (or only ``instance``).
 
@@ -149,7 +168,7 @@ def census_all(
                                                   client_records=records))
     if warnings:
         reports = [replace(r, source_warnings=tuple(warnings)) for r in reports]
-    return _advise(reports, source, evidence, target_decode_share, rec, start, end)
+    return _advise(reports, source, evidence, target_decode_share, rec, start, end, argv)
 
 
 def census_prometheus(

@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from pdcensus.commands import remote
-from pdcensus.commands.base import app, parse_time
+from pdcensus.commands.base import app, parse_window
 from pdcensus.errors import UsageError
 
 
@@ -60,8 +60,8 @@ def census(
     elif source is None:
         raise UsageError("give a recording (file or sim output dir) or --prometheus URL")
     else:
-        reports = api.census_all(source, instance=instance, start=parse_time(start) if start else None,
-                                 end=parse_time(end) if end else None, segment=segment,
+        t0_file, t1_file = parse_window(start, end)
+        reports = api.census_all(source, instance=instance, start=t0_file, end=t1_file, segment=segment,
                                  evidence=evidence if evidence is not None else api.AUTO,
                                  target_decode_share=target_decode_share, client_records=client_records)
     for warning in reports[0].source_warnings if reports else ():

@@ -4,6 +4,10 @@ One ``/api/v1/series`` call with the engine families (histogram buckets left out
 name is enough) lists every endpoint of the window and the sample names it exports; the names
 decide each endpoint's profile (:func:`pdcensus.series.profiles.detect_profile`), so that the
 screen asks each endpoint for the names its engine build really exports.
+
+:func:`discover_engines` is the same look for ``census --prometheus`` without a selector: the
+families of every known profile (:func:`engine_names_matcher`), and every target's ``up`` so
+that the endpoints without engine metrics can be named as skipped.
 """
 
 from __future__ import annotations
@@ -42,9 +46,50 @@ def quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-async def discover_endpoints(client: ApiClient, matchers: str, start: float, end: float) -> list[Discovered]:
-    """Every endpoint with an engine metric under ``matchers`` in the window, sorted, with its profile."""
-    match = "{" + ",".join(m for m in (matchers, ENGINE_NAMES) if m) + "}"
+GENERIC_NAMES = frozenset({"up", "process_start_time_seconds"})
+"""Names a profile reads that any exporter may have: they do not make a target an engine."""
+
+
+def engine_names_matcher() -> str:
+    """``__name__=~"..."`` over every sample name a known profile reads (engine-specific ones, no buckets)."""
+    from pdcensus.series.profiles import census_sample_names
+
+    names = sorted(n for n in census_sample_names() - GENERIC_NAMES if not n.endswith("_bucket"))
+    return f"__name__=~{quote('|'.join(re2_literal(n) for n in names))}"
+
+
+@dataclass(frozen=True)
+class EngineDiscovery:
+    """The engine endpoints a store holds in a window (with their profiles), and the targets without engine metrics."""
+
+    engines: tuple[Discovered, ...]
+    others: tuple[tuple[str, str], ...]  # (job, instance) with ``up`` but no engine family
+
+    def selector(self) -> str:
+        """A selector that holds every endpoint taken (a job x instance cross product: extra pairs carry no engine metrics)."""
+        taken = [e for e in self.engines if e.profile]
+        jobs = sorted({e.job for e in taken})
+        instances = sorted({e.instance for e in taken})
+        parts = [f"job=~{quote('|'.join(re2_literal(j) for j in jobs))}",
+                 f"instance=~{quote('|'.join(re2_literal(i) for i in instances))}"]
+        return "{" + ",".join(parts) + "}"
+
+
+async def discover_engines(client: ApiClient, matchers: str, start: float, end: float) -> EngineDiscovery:
+    """Every endpoint with the families of some known profile under ``matchers``, and the targets without any."""
+    engines = await discover_endpoints(client, matchers, start, end, engine_names_matcher())
+    match = "{" + ",".join(m for m in (matchers, '__name__="up"') if m) + "}"
+    data, _ = await client.call("/api/v1/series", {"match[]": [match], "start": f"{start:.3f}", "end": f"{end:.3f}"},
+                                post=True)
+    known = {(e.job, e.instance) for e in engines}
+    others = sorted({(str(s.get("job", "")), str(s.get("instance", ""))) for s in data or []} - known)
+    return EngineDiscovery(tuple(engines), tuple(others))
+
+
+async def discover_endpoints(client: ApiClient, matchers: str, start: float, end: float,
+                             names: str = ENGINE_NAMES) -> list[Discovered]:
+    """Every endpoint with an engine metric (``names``, a ``__name__`` matcher) under ``matchers`` in the window, sorted, with its profile."""
+    match = "{" + ",".join(m for m in (matchers, names) if m) + "}"
     data, _ = await client.call("/api/v1/series", {"match[]": [match], "start": f"{start:.3f}", "end": f"{end:.3f}"},
                                 post=True)
     names: dict[tuple[str, str], set[str]] = {}
