@@ -28,12 +28,13 @@ from pdcensus.advice.endpoint_report import EndpointReport
 from pdcensus.advice.ttft_replay import PrefillTrace, trace_from_signals
 from pdcensus.census.model import CensusReport
 from pdcensus.census.run import CensusOptions, census_endpoint, census_recording, read_shape
-from pdcensus.errors import CensusError, DataError
+from pdcensus.errors import CensusError, DataError, UsageError
 from pdcensus.series.model import Recording
 from pdcensus.sources.client_records import load_client_records
 
 if TYPE_CHECKING:
     from pdcensus.advice.evidence import Argv
+    from pdcensus.fleet.discover import EngineDiscovery
     from pdcensus.sources.bundle import Bundle
     from pdcensus.sources.prometheus_http import AuthConfig
 
@@ -171,10 +172,42 @@ def census_all(
     return _advise(reports, source, evidence, target_decode_share, rec, start, end, argv)
 
 
+def discover_prometheus(
+    url: str,
+    *,
+    selector: str = "",
+    start: float,
+    end: float,
+    auth: AuthConfig | None = None,
+    timeout_seconds: float = 30.0,
+) -> EngineDiscovery:
+    """The engine endpoints a Prometheus-compatible API holds in ``[start, end]`` under ``selector``.
+
+    Every endpoint with the families of some known metric profile (radiance, vLLM, SGLang, TGI,
+    llama.cpp), with the profile its names match, and the targets with ``up`` but none of those
+    families (skipped). ``.selector()`` is a selector holding the endpoints taken.
+    """
+    import asyncio
+
+    from pdcensus.fleet.discover import discover_engines
+    from pdcensus.sources.prometheus import selector_matchers
+    from pdcensus.sources.prometheus_http import ApiClient
+
+    if not end > start:
+        raise UsageError(f"the window must end after it starts (start={start}, end={end})")
+    matchers = selector_matchers(selector)
+
+    async def run() -> EngineDiscovery:
+        async with ApiClient(url, auth=auth, timeout_seconds=timeout_seconds) as client:
+            return await discover_engines(client, matchers, start, end)
+
+    return asyncio.run(run())
+
+
 def census_prometheus(
     url: str,
     *,
-    selector: str = '{job="radiance"}',
+    selector: str | None = None,
     start: float,
     end: float,
     instance: str | None = None,
@@ -183,20 +216,27 @@ def census_prometheus(
     timeout_seconds: float = 30.0,
     evidence: str | Path | None = None,
     target_decode_share: float | None = None,
+    argv: Argv | None = None,
 ) -> list[EndpointReport]:
     """The census of every endpoint under ``selector`` on a Prometheus-compatible API.
 
     Only the sample names some profile reads are pulled, as raw samples, so the census's
     own PromQL-exact math runs on what the server stored; the server's warnings (Thanos
-    partial responses, a fallback to resampled data) travel in each report.
+    partial responses, a fallback to resampled data) travel in each report. With no
+    ``selector``, the engine endpoints the store holds (:func:`discover_prometheus`).
     """
     from pdcensus.series.profiles import census_sample_names
     from pdcensus.sources.prometheus import fetch_recording
 
+    if selector is None:
+        found = discover_prometheus(url, start=start, end=end, auth=auth, timeout_seconds=timeout_seconds)
+        if not found.taken():
+            raise DataError(found.nothing_taken(url, start, end))
+        selector = found.selector()
     recording, warnings = fetch_recording(url, selector=selector, start=start, end=end,
                                           names=census_sample_names(), auth=auth, timeout=timeout_seconds)
     return census_all(recording, instance=instance, segment=segment, evidence=evidence,
-                      target_decode_share=target_decode_share, warnings=warnings)
+                      target_decode_share=target_decode_share, warnings=warnings, argv=argv)
 
 
 def tables(report: CensusReport) -> dict[str, pl.DataFrame]:

@@ -58,6 +58,14 @@ def engine_names_matcher() -> str:
     return f"__name__=~{quote('|'.join(re2_literal(n) for n in names))}"
 
 
+LISTED = 8  # endpoints named one by one in a discovery line; the rest are counted
+
+
+def _listed(pairs: list[str]) -> str:
+    more = f", and {len(pairs) - LISTED} more" if len(pairs) > LISTED else ""
+    return ", ".join(pairs[:LISTED]) + more
+
+
 @dataclass(frozen=True)
 class EngineDiscovery:
     """The engine endpoints a store holds in a window (with their profiles), and the targets without engine metrics."""
@@ -65,14 +73,38 @@ class EngineDiscovery:
     engines: tuple[Discovered, ...]
     others: tuple[tuple[str, str], ...]  # (job, instance) with ``up`` but no engine family
 
+    def taken(self) -> list[Discovered]:
+        """The endpoints a census reads: those whose names match a profile."""
+        return [e for e in self.engines if e.profile]
+
+    def skipped(self) -> list[str]:
+        """``job/instance (why)`` for every target not taken."""
+        return ([f"{e.job}/{e.instance} (engine names of no known profile)" for e in self.engines if not e.profile]
+                + [f"{job}/{instance} (no engine metrics)" for job, instance in self.others])
+
     def selector(self) -> str:
         """A selector that holds every endpoint taken (a job x instance cross product: extra pairs carry no engine metrics)."""
-        taken = [e for e in self.engines if e.profile]
+        taken = self.taken()
         jobs = sorted({e.job for e in taken})
         instances = sorted({e.instance for e in taken})
-        parts = [f"job=~{quote('|'.join(re2_literal(j) for j in jobs))}",
-                 f"instance=~{quote('|'.join(re2_literal(i) for i in instances))}"]
-        return "{" + ",".join(parts) + "}"
+        return "{" + ",".join([f"job=~{quote('|'.join(re2_literal(j) for j in jobs))}",
+                               f"instance=~{quote('|'.join(re2_literal(i) for i in instances))}"]) + "}"
+
+    def describe(self) -> str:
+        """One line: which endpoints were taken (with their profiles) and which skipped."""
+        taken = [f"{e.job}/{e.instance} ({e.profile})" for e in self.taken()]
+        skipped = self.skipped()
+        line = f"took {len(taken)} engine endpoint(s) the store holds: {_listed(taken)}"
+        return line + (f"; skipped {len(skipped)}: {_listed(skipped)}" if skipped else "; skipped none")
+
+    def nothing_taken(self, url: str, start: float, end: float) -> str:
+        """Why no census can run: no endpoint exported any known profile's families in the window."""
+        from pdcensus.series.profiles import PROFILES
+
+        skipped = self.skipped()
+        seen = f"; the store holds only {_listed(skipped)}" if skipped else "; the store holds no target at all"
+        return (f"{url}: no engine endpoint between {start:.3f} and {end:.3f} (looked for the metric families of "
+                f"every profile: {', '.join(PROFILES)}){seen}; give --selector to name the endpoints")
 
 
 async def discover_engines(client: ApiClient, matchers: str, start: float, end: float) -> EngineDiscovery:
