@@ -5,7 +5,8 @@ A notebook user gets exactly what the CLI prints: the CLI is these calls plus re
 ``pdcensus.sources.load.load_source``) or an in-memory :class:`Recording`;
 :func:`census_prometheus` reads a Prometheus-compatible API instead. Every report comes
 back with its advice attached (census -> advice), citing the side channels it used, and
-:func:`tables` turns its evidence tables into polars DataFrames (``.to_pandas()`` for pandas).
+:func:`tables` turns its evidence tables into polars DataFrames (``.to_pandas()`` needs pandas
+and pyarrow, which pdcensus does not install).
 
 ::
 
@@ -240,7 +241,7 @@ def census_prometheus(
 
 
 def tables(report: CensusReport) -> dict[str, pl.DataFrame]:
-    """The report's evidence tables as polars DataFrames (``.to_pandas()`` for pandas)."""
+    """The report's evidence tables as polars DataFrames (``.to_pandas()`` also needs pandas and pyarrow)."""
     from pdcensus.census.model import plain
 
     def frame(rows: Sequence[Any]) -> pl.DataFrame:

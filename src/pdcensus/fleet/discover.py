@@ -83,7 +83,7 @@ class EngineDiscovery:
                 + [f"{job}/{instance} (no engine metrics)" for job, instance in self.others])
 
     def selector(self) -> str:
-        """A selector that holds every endpoint taken (a job x instance cross product: extra pairs carry no engine metrics)."""
+        """A selector holding every endpoint taken: jobs x instances (an extra pair has no engine metrics to census)."""
         taken = self.taken()
         jobs = sorted({e.job for e in taken})
         instances = sorted({e.instance for e in taken})
@@ -119,9 +119,12 @@ async def discover_engines(client: ApiClient, matchers: str, start: float, end: 
 
 
 async def discover_endpoints(client: ApiClient, matchers: str, start: float, end: float,
-                             names: str = ENGINE_NAMES) -> list[Discovered]:
-    """Every endpoint with an engine metric (``names``, a ``__name__`` matcher) under ``matchers`` in the window, sorted, with its profile."""
-    match = "{" + ",".join(m for m in (matchers, names) if m) + "}"
+                             name_matcher: str = ENGINE_NAMES) -> list[Discovered]:
+    """Every endpoint with an engine metric under ``matchers`` in the window, sorted, with its profile.
+
+    ``name_matcher`` (a ``__name__`` matcher) says which names are engine metrics.
+    """
+    match = "{" + ",".join(m for m in (matchers, name_matcher) if m) + "}"
     data, _ = await client.call("/api/v1/series", {"match[]": [match], "start": f"{start:.3f}", "end": f"{end:.3f}"},
                                 post=True)
     names: dict[tuple[str, str], set[str]] = {}
