@@ -186,7 +186,8 @@ def discover_prometheus(
 
     Every endpoint with the families of some known metric profile (radiance, vLLM, SGLang, TGI,
     llama.cpp), with the profile its names match, and the targets with ``up`` but none of those
-    families (skipped). ``.selector()`` is a selector holding the endpoints taken.
+    families (skipped). ``.selector()`` is a selector holding the endpoints taken; a store with
+    none in the window is a ``DataError`` (exit 3) that names what it holds instead.
     """
     import asyncio
 
@@ -202,7 +203,10 @@ def discover_prometheus(
         async with ApiClient(url, auth=auth, timeout_seconds=timeout_seconds) as client:
             return await discover_engines(client, matchers, start, end)
 
-    return asyncio.run(run())
+    found = asyncio.run(run())
+    if not found.taken():
+        raise DataError(found.nothing_taken(url, start, end))
+    return found
 
 
 def census_prometheus(
@@ -230,10 +234,7 @@ def census_prometheus(
     from pdcensus.sources.prometheus import fetch_recording
 
     if selector is None:
-        found = discover_prometheus(url, start=start, end=end, auth=auth, timeout_seconds=timeout_seconds)
-        if not found.taken():
-            raise DataError(found.nothing_taken(url, start, end))
-        selector = found.selector()
+        selector = discover_prometheus(url, start=start, end=end, auth=auth, timeout_seconds=timeout_seconds).selector()
     recording, warnings = fetch_recording(url, selector=selector, start=start, end=end,
                                           names=census_sample_names(), auth=auth, timeout=timeout_seconds)
     return census_all(recording, instance=instance, segment=segment, evidence=evidence,
