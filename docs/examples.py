@@ -7,7 +7,9 @@ example can use what an earlier one made: ``out/sts`` from ``pdcensus sim``), wi
 ``pdcensus`` from the repository's virtual environment, 100 columns and no colour, and puts
 the outputs back (trailing blanks cut). ``head=N`` in the opening marker keeps the first N
 lines of each command's output and marks the cut with ``...``. The commands are the files'
-own text, run with bash; nothing else runs.
+own text, run with bash; nothing else runs. A reader runs the same commands in the checkout, so
+every file they write must be one the checkout ignores (under ``out/``): a top-level path the
+repository's ``.gitignore`` does not ignore, left in the scratch directory, fails the run.
 
     .venv/bin/python docs/examples.py            # rewrite both files with fresh outputs
     .venv/bin/python docs/examples.py --check    # exit 1 with a diff when an example is stale
@@ -67,6 +69,17 @@ def render(command: str, output: str, head: int | None) -> str:
     return "\n".join([shown, *lines]) + "\n"
 
 
+def leftovers(workdir: Path) -> list[str]:
+    """Top-level paths the examples left in ``workdir`` that a checkout would show as untracked."""
+    names = sorted(p.name + ("/" if p.is_dir() else "") for p in workdir.iterdir())
+    if not names:
+        return []
+    done = subprocess.run(["git", "-C", str(ROOT), "check-ignore", "--no-index", "--stdin"], input="\n".join(names),
+                          stdout=subprocess.PIPE, text=True, check=False)
+    ignored = set(done.stdout.splitlines())
+    return [n for n in names if n not in ignored]
+
+
 def regenerate(text: str, workdir: Path) -> str:
     def one(found: re.Match[str]) -> str:
         head = int(found["head"]) if found["head"] else None
@@ -81,24 +94,28 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--check", action="store_true", help="exit 1 with a diff when an example is stale")
     args = parser.parse_args(argv)
     stale = []
+    untidy: list[str] = []
     for path in FILES:
         text = path.read_text()
         if not BLOCK.search(text):
             print(f"no examples found in {path}", file=sys.stderr)
             return 1
+        name = str(path.relative_to(ROOT))
         with tempfile.TemporaryDirectory(prefix="pdcensus-examples-") as scratch:
             fresh = regenerate(text, Path(scratch))
-        name = str(path.relative_to(ROOT))
+            untidy += [f"{name}: {left}" for left in leftovers(Path(scratch))]
         if not args.check:
             path.write_text(fresh)
         elif fresh != text:
             stale.append(name)
             sys.stdout.writelines(difflib.unified_diff(text.splitlines(True), fresh.splitlines(True),
                                                        name, f"{name} (regenerated)"))
+    if untidy:
+        print(f"examples leave files a checkout would not ignore (write them under out/): {', '.join(untidy)}",
+              file=sys.stderr)
     if stale:
         print(f"stale examples in {', '.join(stale)}: run .venv/bin/python docs/examples.py", file=sys.stderr)
-        return 1
-    return 0
+    return 1 if stale or untidy else 0
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@ A notebook user gets exactly what the CLI prints: the CLI is these calls plus re
 ``pdcensus.sources.load.load_source``) or an in-memory :class:`Recording`;
 :func:`census_prometheus` reads a Prometheus-compatible API instead. Every report comes
 back with its advice attached (census -> advice), citing the side channels it used, and
-:func:`tables` turns its evidence tables into polars DataFrames (``.to_pandas()`` for pandas).
+:func:`tables` turns its evidence tables into polars DataFrames (``.to_pandas()`` needs pandas
+and pyarrow, which pdcensus does not install).
 
 ::
 
@@ -28,11 +29,14 @@ from pdcensus.advice.endpoint_report import EndpointReport
 from pdcensus.advice.ttft_replay import PrefillTrace, trace_from_signals
 from pdcensus.census.model import CensusReport
 from pdcensus.census.run import CensusOptions, census_endpoint, census_recording, read_shape
-from pdcensus.errors import CensusError, DataError
+from pdcensus.errors import CensusError, DataError, UsageError
 from pdcensus.series.model import Recording
 from pdcensus.sources.client_records import load_client_records
 
 if TYPE_CHECKING:
+    from pdcensus.advice.evidence import Argv
+    from pdcensus.fleet.discover import EngineDiscovery
+    from pdcensus.sources.bundle import Bundle
     from pdcensus.sources.prometheus_http import AuthConfig
 
 AUTO = "auto"  # evidence: look for side channels beside the source (a sim output dir)
@@ -67,13 +71,25 @@ def prefill_trace(recording: Recording, report: CensusReport, start: float | Non
     return trace_from_signals(read.signals)
 
 
+def _with_argv(bundle: Bundle | None, argv: Argv | None) -> Bundle | None:
+    """``bundle`` with its argv replaced by ``argv`` (a bundle of argv alone when there is none)."""
+    from pdcensus.sources.bundle import Bundle
+
+    if argv is None:
+        return bundle
+    if bundle is None:
+        return Bundle(source=argv.origin, manifest={}, argv=argv.args, stats=None, diagnostics=None,
+                      metrics_text=None)
+    return replace(bundle, argv=argv.args, source=f"{bundle.source} (argv from {argv.origin})")
+
+
 def _advise(reports: Sequence[CensusReport], source: object, evidence: str | Path | None,
             target_decode_share: float | None, recording: Recording | None = None,
-            start: float | None = None, end: float | None = None) -> list[EndpointReport]:
+            start: float | None = None, end: float | None = None, argv: Argv | None = None) -> list[EndpointReport]:
     """Read the side channels and the prefill traces (the I/O stays here), then attach each report's advice."""
     from pdcensus.advice.attach import attach_advice
     from pdcensus.advice.recommend import DEFAULT_TARGET_DECODE_SHARE
-    from pdcensus.sources.bundle import Bundle, find_side_channels, read_bundle
+    from pdcensus.sources.bundle import find_side_channels, read_bundle
 
     asked = evidence is not None and evidence != AUTO  # named by the caller: unreadable is an error
     if evidence == AUTO:
@@ -87,6 +103,7 @@ def _advise(reports: Sequence[CensusReport], source: object, evidence: str | Pat
             if asked:
                 raise DataError(f"--evidence: {exc}") from None
             unreadable = str(exc)
+    bundle = _with_argv(bundle, argv)
     share = DEFAULT_TARGET_DECODE_SHARE if target_decode_share is None else target_decode_share
     return [attach_advice(r, bundle, share,
                           prefill_trace(recording, r, start, end) if recording is not None else None,
@@ -112,18 +129,21 @@ def census(
     segment: int | None = None,
     evidence: str | Path | None = AUTO,
     target_decode_share: float | None = None,
+    argv: Argv | None = None,
 ) -> EndpointReport:
     """The census of one endpoint (``instance`` is required when the source holds several).
 
     ``start``/``end`` (Unix seconds) cut the window; ``segment`` (1-based) picks a shape
     other than the latest. ``evidence`` is a bundle from ``pdcensus collect`` or a sim
     output dir (argv, boot ledger, /stats) for the advice; ``"auto"`` looks beside the
-    source. Raises ``DataError`` on unusable data and ``UsageError`` on a bad choice.
+    source. ``argv`` (:func:`pdcensus.advice.evidence.read_argv`: a saved cmdline or a pid)
+    is the deployed command line, read instead of the bundle's. Raises ``DataError`` on
+    unusable data and ``UsageError`` on a bad choice.
     """
     rec = _recording(source)
     options = CensusOptions(instance=instance, start=start, end=end, segment=segment)
     report = census_endpoint(rec.endpoint(instance), rec.families, rec.source or str(source), options)
-    return _advise([report], source, evidence, target_decode_share, rec, start, end)[0]
+    return _advise([report], source, evidence, target_decode_share, rec, start, end, argv)[0]
 
 
 def census_all(
@@ -137,6 +157,7 @@ def census_all(
     target_decode_share: float | None = None,
     warnings: Sequence[str] = (),
     client_records: str | Path | None = None,
+    argv: Argv | None = None,
 ) -> list[EndpointReport]:
     """One report per endpoint that carries engine metrics (or only ``instance``).
 
@@ -149,13 +170,49 @@ def census_all(
                                                   client_records=records))
     if warnings:
         reports = [replace(r, source_warnings=tuple(warnings)) for r in reports]
-    return _advise(reports, source, evidence, target_decode_share, rec, start, end)
+    return _advise(reports, source, evidence, target_decode_share, rec, start, end, argv)
+
+
+def discover_prometheus(
+    url: str,
+    *,
+    selector: str = "",
+    start: float,
+    end: float,
+    auth: AuthConfig | None = None,
+    timeout_seconds: float = 30.0,
+) -> EngineDiscovery:
+    """The engine endpoints a Prometheus-compatible API holds in ``[start, end]`` under ``selector``.
+
+    Every endpoint with the families of some known metric profile (radiance, vLLM, SGLang, TGI,
+    llama.cpp), with the profile its names match, and the targets with ``up`` but none of those
+    families (skipped). ``.selector()`` is a selector holding the endpoints taken; a store with
+    none in the window is a ``DataError`` (exit 3) that names what it holds instead.
+    """
+    import asyncio
+
+    from pdcensus.fleet.discover import discover_engines
+    from pdcensus.sources.prometheus import selector_matchers
+    from pdcensus.sources.prometheus_http import ApiClient
+
+    if not end > start:
+        raise UsageError(f"the window must end after it starts (start={start}, end={end})")
+    matchers = selector_matchers(selector)
+
+    async def run() -> EngineDiscovery:
+        async with ApiClient(url, auth=auth, timeout_seconds=timeout_seconds) as client:
+            return await discover_engines(client, matchers, start, end)
+
+    found = asyncio.run(run())
+    if not found.taken():
+        raise DataError(found.nothing_taken(url, start, end))
+    return found
 
 
 def census_prometheus(
     url: str,
     *,
-    selector: str = '{job="radiance"}',
+    selector: str | None = None,
     start: float,
     end: float,
     instance: str | None = None,
@@ -164,24 +221,28 @@ def census_prometheus(
     timeout_seconds: float = 30.0,
     evidence: str | Path | None = None,
     target_decode_share: float | None = None,
+    argv: Argv | None = None,
 ) -> list[EndpointReport]:
     """The census of every endpoint under ``selector`` on a Prometheus-compatible API.
 
     Only the sample names some profile reads are pulled, as raw samples, so the census's
     own PromQL-exact math runs on what the server stored; the server's warnings (Thanos
-    partial responses, a fallback to resampled data) travel in each report.
+    partial responses, a fallback to resampled data) travel in each report. With no
+    ``selector``, the engine endpoints the store holds (:func:`discover_prometheus`).
     """
     from pdcensus.series.profiles import census_sample_names
     from pdcensus.sources.prometheus import fetch_recording
 
+    if selector is None:
+        selector = discover_prometheus(url, start=start, end=end, auth=auth, timeout_seconds=timeout_seconds).selector()
     recording, warnings = fetch_recording(url, selector=selector, start=start, end=end,
                                           names=census_sample_names(), auth=auth, timeout=timeout_seconds)
     return census_all(recording, instance=instance, segment=segment, evidence=evidence,
-                      target_decode_share=target_decode_share, warnings=warnings)
+                      target_decode_share=target_decode_share, warnings=warnings, argv=argv)
 
 
 def tables(report: CensusReport) -> dict[str, pl.DataFrame]:
-    """The report's evidence tables as polars DataFrames (``.to_pandas()`` for pandas)."""
+    """The report's evidence tables as polars DataFrames (``.to_pandas()`` also needs pandas and pyarrow)."""
     from pdcensus.census.model import plain
 
     def frame(rows: Sequence[Any]) -> pl.DataFrame:

@@ -2,9 +2,10 @@
 
 Exit status: 0 the command ran (whatever the census found), 2 usage, 3 unreadable or
 unusable data (one line ``error: ...``), 4 a source could not be reached. ``--debug``
-shows the traceback instead of the one-line error. Gates add their own: ``lint`` 1 on an
-error finding; ``verify-arm`` 1 not engaged, 5 engaged but off the prediction, 3
-inconclusive; ``collect`` 1 when a requested channel failed (docs/commands.md).
+shows the traceback instead of the one-line error. A window whose end is not after its start
+is a usage error on every command; ``record`` exits 4 when no scrape succeeded. Gates add
+their own: ``lint`` 1 on an error finding; ``verify-arm`` 1 not engaged, 5 engaged but off the
+prediction, 3 inconclusive; ``collect`` 1 when a requested channel failed (docs/commands.md).
 
 The ``app`` and the shared parsers live in :mod:`pdcensus.commands.base`; this module
 imports every command module (which registers its commands on ``app``) and maps errors to

@@ -60,6 +60,16 @@ def test_a_build_without_the_ledger_gets_no_numbers_and_says_why() -> None:
     assert rec.predicted == {} and "no step ledger" in rec.summary
 
 
+def test_a_withheld_ledger_on_a_build_that_counts_steps_says_why_and_never_asks_for_an_upgrade(
+        sharing: CensusReport) -> None:
+    reason = "withheld: radiance:engine_step_seconds_total grew 10.00x as fast as the wall clock between scrapes"
+    withheld = dataclasses.replace(sharing, ledger=dataclasses.replace(sharing.ledger, available=False, reason=reason))
+    assert withheld.profile == "radiance-1.8"
+    (rec,) = recommend(withheld, {})
+    assert rec.predicted == {} and reason in rec.summary
+    assert "upgrade" not in rec.summary and "no step ledger on this build" not in rec.summary
+
+
 @pytest.mark.parametrize("mechanism", [Mechanism.NONE, Mechanism.INCONCLUSIVE])
 def test_no_knob_when_there_is_nothing_to_act_on(sharing: CensusReport, mechanism: Mechanism) -> None:
     assert recommend(_as(sharing, mechanism), {}) == ()

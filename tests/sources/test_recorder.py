@@ -185,6 +185,9 @@ def test_a_target_url_gets_prometheus_style_instance(url: str, expected_url: str
         pytest.param("ftp://box:21/metrics", id="scheme"),
         pytest.param("http://user:pw@box:1/metrics", id="credentials"),
         pytest.param("http://:80/metrics", id="no-host"),
+        pytest.param("notaurl", id="bare-word-without-port"),
+        pytest.param("box:99999", id="port-out-of-range"),
+        pytest.param("http://box:port/metrics", id="port-not-a-number"),
     ],
 )
 def test_a_bad_target_url_is_a_usage_error(url: str) -> None:

@@ -23,6 +23,7 @@ from pdcensus.advice.knobs import ActsOn, get_knob
 from pdcensus.advice.model import Recommendation, VerificationPlan
 from pdcensus.advice.ttft_replay import PrefillTrace, ReplayForecast
 from pdcensus.census.model import BucketTable, CensusReport, LedgerResult, Mechanism, Severity
+from pdcensus.series.profiles import PROFILES
 
 DEFAULT_TARGET_DECODE_SHARE = 0.5
 
@@ -83,11 +84,15 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
     rollback = knob.rollback_env_line(str(current))
     if not (ledger.available and _finite(ledger.chunk_step_seconds) and _finite(ledger.decode_step_seconds)
             and ledger.chunk_step_seconds > 0 and ledger.decode_step_seconds > 0):
+        counted = profile in PROFILES and PROFILES[profile].has_ledger  # the build has the counters
+        summary = (f"the step ledger is withheld on this window ({ledger.reason}), so no predicted effect: "
+                   "rerun the census on a window where the ledger is kept" if counted else
+                   "no step ledger on this build, so no predicted effect: the decode-only and held "
+                   "step counters exist from radiance 1.8.x on (1.0.13 accepts --prefill-interleave "
+                   "and holds nothing); upgrade the pin, then rerun the census")
         return Recommendation(
             "step-time-sharing", knob.flag, "N", knob.env_line("N"), rollback,
-            summary=("no step ledger on this build, so no predicted effect: the decode-only and held "
-                     "step counters exist from radiance 1.8.x on (1.0.13 accepts --prefill-interleave "
-                     "and holds nothing); upgrade the pin, then rerun the census"),
+            summary=summary,
             cost=knob.cost, preconditions=knob.preconditions,
             notes=tuple(n for n in (f"ledger: {ledger.reason}", f"profile: {profile}" if profile else "") if n),
         )

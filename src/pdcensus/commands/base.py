@@ -79,6 +79,24 @@ def parse_time(text: str) -> float:
         raise UsageError(f"bad time {text!r}; use Unix seconds or RFC 3339") from None
 
 
+def parse_window(start: str | None, end: str | None) -> tuple[float | None, float | None]:
+    """``--start``/``--end`` -> Unix seconds (None where not given); one that ends before it starts is exit 2.
+
+    Every command that takes a window reads it here, so a window that ends at or before its
+    start is the same usage error on a file and on ``--prometheus``.
+    """
+    start_s = parse_time(start) if start else None
+    end_s = parse_time(end) if end else None
+    check_window(start_s, end_s)
+    return start_s, end_s
+
+
+def check_window(start: float | None, end: float | None) -> None:
+    """UsageError unless the window ends after it starts (either end may be open)."""
+    if start is not None and end is not None and not end > start:
+        raise UsageError(f"the window must end after it starts: --start {start:.3f} is not before --end {end:.3f}")
+
+
 def parse_sets(items: list[str] | None) -> dict[str, str]:
     """``--set FLAG=VALUE`` pairs -> {'--flag': 'value'}."""
     out: dict[str, str] = {}

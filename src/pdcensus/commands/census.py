@@ -10,7 +10,7 @@ from typing import Annotated, Optional
 import typer
 
 from pdcensus.commands import remote
-from pdcensus.commands.base import app, parse_time
+from pdcensus.commands.base import app, parse_window
 from pdcensus.errors import UsageError
 
 
@@ -38,8 +38,14 @@ def census(
     client_records: Annotated[Optional[str], typer.Option(
         "--client-records", help="A benchmark's per-request records (InferenceX harness CSV[.gz], GuideLLM or vLLM "
                                  "benchmark_serving result JSON): TTFT and TPOT by the census's prefill buckets.")] = None,
+    cmdline: Annotated[Optional[str], typer.Option(
+        "--cmdline", help="The engine's deployed argv for the advice: a saved /proc/PID/cmdline (NUL-separated), a "
+                          "one-line text file, or a sim dir holding `cmdline` (wins over --evidence's argv).")] = None,
+    pid: Annotated[Optional[int], typer.Option("--pid", help="Read the deployed argv from /proc/PID/cmdline.")] = None,
     prometheus: remote.PrometheusOpt = None,
-    selector: remote.SelectorOpt = '{job="radiance"}',
+    selector: Annotated[Optional[str], typer.Option(
+        "--selector", help="Label matchers for the endpoints, e.g. '{job=\"vllm\"}' (default: every endpoint with "
+                           "a known engine's metrics; stderr says which were taken).")] = None,
     window: remote.WindowOpt = "6h",
     connection: remote.ConnectionOptions = remote.ConnectionOptions(),
 ) -> None:
@@ -49,23 +55,38 @@ def census(
 
     if not 0.0 < target_decode_share < 1.0:
         raise UsageError(f"--target-decode-share must be between 0 and 1 (exclusive), got {target_decode_share}")
+    if cmdline is not None and pid is not None:
+        raise UsageError("give --cmdline PATH or --pid PID, not both")
+    argv = None
+    if cmdline is not None or pid is not None:
+        from pdcensus.advice.evidence import read_argv
+
+        argv = read_argv(cmdline, pid)
+    if selector is not None and not prometheus:
+        raise UsageError("--selector goes with --prometheus URL (a recording is chosen from with --instance)")
     if prometheus:
         if source is not None:
             raise UsageError("give a SOURCE or --prometheus URL, not both")
         if client_records is not None:
             raise UsageError("--client-records goes with a recording SOURCE (its clock is aligned to the recording's)")
         t0, t1 = remote.window(start, end, window)
+        if selector is None:
+            found = api.discover_prometheus(prometheus, start=t0, end=t1, auth=connection.auth(),
+                                            timeout_seconds=connection.timeout_seconds)
+            print(f"census: no --selector: {found.describe()}", file=sys.stderr)
+            selector = found.selector()
         reports = api.census_prometheus(prometheus, selector=selector, start=t0, end=t1, instance=instance,
                                         segment=segment, auth=connection.auth(),
                                         timeout_seconds=connection.timeout_seconds,
-                                        evidence=evidence, target_decode_share=target_decode_share)
+                                        evidence=evidence, target_decode_share=target_decode_share, argv=argv)
     elif source is None:
         raise UsageError("give a recording (file or sim output dir) or --prometheus URL")
     else:
-        reports = api.census_all(source, instance=instance, start=parse_time(start) if start else None,
-                                 end=parse_time(end) if end else None, segment=segment,
+        t0_file, t1_file = parse_window(start, end)
+        reports = api.census_all(source, instance=instance, start=t0_file, end=t1_file, segment=segment,
                                  evidence=evidence if evidence is not None else api.AUTO,
-                                 target_decode_share=target_decode_share, client_records=client_records)
+                                 target_decode_share=target_decode_share, client_records=client_records,
+                                 argv=argv)
     for warning in reports[0].source_warnings if reports else ():
         print(f"warning: {warning}", file=sys.stderr)
     if html is not None:

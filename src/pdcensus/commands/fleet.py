@@ -32,6 +32,17 @@ class _StageProgress:
         print(f"{stage}: [{done}/{total}]{suffix}", file=sys.stderr, flush=True)
 
 
+def _taken(result: FleetResult) -> str:
+    """Which endpoints the fleet took without a selector: how many, of which profile, and which jobs."""
+    by_profile: dict[str, int] = {}
+    for e in result.discovered:
+        by_profile[e.profile or "no profile"] = by_profile.get(e.profile or "no profile", 0) + 1
+    jobs = sorted({e.job for e in result.discovered})
+    return (f"took {len(result.discovered)} endpoint(s) with engine metrics the store holds ("
+            + ", ".join(f"{name}: {n}" for name, n in sorted(by_profile.items()))
+            + f") in job(s) {', '.join(jobs)}")
+
+
 def _fmt(value: float, pattern: str) -> str:
     return format(value, pattern) if value == value else "-"
 
@@ -43,7 +54,8 @@ def _table(result: FleetResult) -> None:
     from pdcensus.fleet.rank import EXAMINED
 
     examined = len(result.examined)
-    table = Table(title=f"fleet: {len(result.ranking)} endpoint(s) under {result.selector}, {examined} examined "
+    under = result.selector or "no selector"
+    table = Table(title=f"fleet: {len(result.ranking)} endpoint(s) under {under}, {examined} examined "
                         f"({result.wall_seconds:.1f} s); ranked by lost decode share, ≈ = tie")
     for column, justify in (("rank", "right"), ("job", "left"), ("instance", "left"), ("census", "left"),
                             ("principal", "left"), ("lost share [interval]", "right"), ("screen", "right"),
@@ -67,7 +79,9 @@ def _table(result: FleetResult) -> None:
 @remote.with_connection_options
 def fleet_command(
     prometheus: Annotated[str, typer.Option("--prometheus", help="Base URL of a Prometheus-compatible API (Prometheus, Thanos, Mimir, VictoriaMetrics).")],
-    selector: remote.SelectorOpt = '{job="radiance"}',
+    selector: Annotated[str, typer.Option(
+        "--selector", help="Label matchers for the endpoints, e.g. '{job=\"vllm\"}' (default: every endpoint with "
+                           "radiance, vLLM or SGLang metrics; stderr says how many of each were taken).")] = "",
     start: Annotated[Optional[str], typer.Option("--start", help="Window start (Unix seconds or RFC 3339; default --end minus --window).")] = None,
     end: Annotated[Optional[str], typer.Option("--end", help="Window end (Unix seconds or RFC 3339; default now).")] = None,
     window: remote.WindowOpt = "2h",
@@ -110,6 +124,8 @@ def fleet_command(
                           batch_size=batch_size, auth=connection.auth(), timeout=connection.timeout_seconds,
                           screen_options=options, state_path=state, resume=resume, html_dir=reports_dir,
                           progress=_StageProgress(), screen_only=screen_only)
+    if not selector.strip():
+        print(f"fleet: no --selector: {_taken(result)}", file=sys.stderr)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     for outcome in result.examined:

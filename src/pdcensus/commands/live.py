@@ -1,7 +1,8 @@
 """`pdcensus record` (direct scrapes into a journal, or `--fpm` per-step records) and `pdcensus collect`.
 
-`collect` exits 0 when every requested channel was collected, 1 when one failed, 4 when the
-endpoint answered nothing (docs/commands.md).
+`record` exits 4 when no scrape succeeded at all (every endpoint down, refused or unknown, said
+in one line), 2 on a URL it cannot read as an endpoint. `collect` exits 0 when every requested
+channel was collected, 1 when one failed, 4 when the endpoint answered nothing (docs/commands.md).
 
 `record --fpm tcp://HOST:PORT` is the same recorder as `pdcensus fpm record`: it subscribes to
 an engine's Forward Pass Metrics publisher and appends every step (the exact step ledger on
@@ -20,7 +21,7 @@ from typing import Annotated, Optional
 import typer
 
 from pdcensus.commands.base import app, parse_duration
-from pdcensus.errors import UsageError
+from pdcensus.errors import SourceUnreachableError, UsageError
 
 
 def _human_bytes(n: int) -> str:
@@ -98,6 +99,8 @@ def record(
     duration_seconds = parse_duration(duration) if duration is not None else None
     tty = sys.stderr.isatty()
     state = {"round": -1, "up": 0, "down": 0}
+    answered: set[str] = set()  # instances with at least one scrape up
+    last_error: dict[str, str] = {}
 
     def started(writer: JournalWriter) -> None:
         if writer.resumed:
@@ -108,6 +111,10 @@ def record(
 
     def progress(o: ScrapeOutcome) -> None:
         state["up" if o.up else "down"] += 1
+        if o.up:
+            answered.add(o.target.instance)
+        else:
+            last_error[o.target.instance] = o.error
         if quiet:
             return
         stamp = time.strftime("%H:%M:%S", time.localtime(o.time))
@@ -138,6 +145,14 @@ def record(
         if tty and not quiet:
             print(file=sys.stderr)
     print(f"recorded {rounds} round(s) into {out}: scrapes up {state['up']}, down {state['down']}", file=sys.stderr)
+    silent = [t for t in targets if t.instance not in answered and t.instance in last_error]
+    if silent and not answered:
+        first = silent[0]
+        raise SourceUnreachableError(f"no scrape succeeded: {len(silent)} endpoint(s) never answered, "
+                                     f"{state['down']} scrape(s) failed (first: {first.url}: {last_error[first.instance]})")
+    for target in silent:
+        print(f"warning: {target.url} never answered ({last_error[target.instance]}); the others did",
+              file=sys.stderr)
 
 
 @app.command()

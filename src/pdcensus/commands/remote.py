@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from pdcensus.commands.base import parse_duration, parse_time
+from pdcensus.commands.base import check_window, parse_duration, parse_window
 
 if TYPE_CHECKING:  # the HTTP client (httpx) loads only when a command reaches a server
     from pdcensus.series.model import Recording
@@ -106,8 +106,10 @@ def with_connection_options(command: Callable[..., None]) -> Callable[..., None]
 
 def window(start: str | None, end: str | None, default_window: str) -> tuple[float, float]:
     """``(start, end)`` in Unix seconds: end defaults to now, start to end - window."""
-    end_s = parse_time(end) if end else _time.time()
-    start_s = parse_time(start) if start else end_s - parse_duration(default_window)
+    start_given, end_given = parse_window(start, end)
+    end_s = end_given if end_given is not None else _time.time()
+    start_s = start_given if start_given is not None else end_s - parse_duration(default_window)
+    check_window(start_s, end_s)  # a --start after now, or a --window of 0
     return start_s, end_s
 
 

@@ -4,6 +4,10 @@ One ``/api/v1/series`` call with the engine families (histogram buckets left out
 name is enough) lists every endpoint of the window and the sample names it exports; the names
 decide each endpoint's profile (:func:`pdcensus.series.profiles.detect_profile`), so that the
 screen asks each endpoint for the names its engine build really exports.
+
+:func:`discover_engines` is the same look for ``census --prometheus`` without a selector: the
+families of every known profile (:func:`engine_names_matcher`), and every target's ``up`` so
+that the endpoints without engine metrics can be named as skipped.
 """
 
 from __future__ import annotations
@@ -42,9 +46,85 @@ def quote(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
 
 
-async def discover_endpoints(client: ApiClient, matchers: str, start: float, end: float) -> list[Discovered]:
-    """Every endpoint with an engine metric under ``matchers`` in the window, sorted, with its profile."""
-    match = "{" + ",".join(m for m in (matchers, ENGINE_NAMES) if m) + "}"
+GENERIC_NAMES = frozenset({"up", "process_start_time_seconds"})
+"""Names a profile reads that any exporter may have: they do not make a target an engine."""
+
+
+def engine_names_matcher() -> str:
+    """``__name__=~"..."`` over every sample name a known profile reads (engine-specific ones, no buckets)."""
+    from pdcensus.series.profiles import census_sample_names
+
+    names = sorted(n for n in census_sample_names() - GENERIC_NAMES if not n.endswith("_bucket"))
+    return f"__name__=~{quote('|'.join(re2_literal(n) for n in names))}"
+
+
+LISTED = 8  # endpoints named one by one in a discovery line; the rest are counted
+
+
+def _listed(pairs: list[str]) -> str:
+    more = f", and {len(pairs) - LISTED} more" if len(pairs) > LISTED else ""
+    return ", ".join(pairs[:LISTED]) + more
+
+
+@dataclass(frozen=True)
+class EngineDiscovery:
+    """The engine endpoints a store holds in a window (with their profiles), and the targets without engine metrics."""
+
+    engines: tuple[Discovered, ...]
+    others: tuple[tuple[str, str], ...]  # (job, instance) with ``up`` but no engine family
+
+    def taken(self) -> list[Discovered]:
+        """The endpoints a census reads: those whose names match a profile."""
+        return [e for e in self.engines if e.profile]
+
+    def skipped(self) -> list[str]:
+        """``job/instance (why)`` for every target not taken."""
+        return ([f"{e.job}/{e.instance} (engine names of no known profile)" for e in self.engines if not e.profile]
+                + [f"{job}/{instance} (no engine metrics)" for job, instance in self.others])
+
+    def selector(self) -> str:
+        """A selector holding every endpoint taken: jobs x instances (an extra pair has no engine metrics to census)."""
+        taken = self.taken()
+        jobs = sorted({e.job for e in taken})
+        instances = sorted({e.instance for e in taken})
+        return "{" + ",".join([f"job=~{quote('|'.join(re2_literal(j) for j in jobs))}",
+                               f"instance=~{quote('|'.join(re2_literal(i) for i in instances))}"]) + "}"
+
+    def describe(self) -> str:
+        """One line: which endpoints were taken (with their profiles) and which skipped."""
+        taken = [f"{e.job}/{e.instance} ({e.profile})" for e in self.taken()]
+        skipped = self.skipped()
+        line = f"took {len(taken)} engine endpoint(s) the store holds: {_listed(taken)}"
+        return line + (f"; skipped {len(skipped)}: {_listed(skipped)}" if skipped else "; skipped none")
+
+    def nothing_taken(self, url: str, start: float, end: float) -> str:
+        """Why no census can run: no endpoint exported any known profile's families in the window."""
+        from pdcensus.series.profiles import PROFILES
+
+        skipped = self.skipped()
+        seen = f"; the store holds only {_listed(skipped)}" if skipped else "; the store holds no target at all"
+        return (f"{url}: no engine endpoint between {start:.3f} and {end:.3f} (looked for the metric families of "
+                f"every profile: {', '.join(PROFILES)}){seen}; give --selector to name the endpoints")
+
+
+async def discover_engines(client: ApiClient, matchers: str, start: float, end: float) -> EngineDiscovery:
+    """Every endpoint with the families of some known profile under ``matchers``, and the targets without any."""
+    engines = await discover_endpoints(client, matchers, start, end, engine_names_matcher())
+    match = "{" + ",".join(m for m in (matchers, '__name__="up"') if m) + "}"
+    data, _ = await client.call("/api/v1/series", {"match[]": [match], "start": f"{start:.3f}", "end": f"{end:.3f}"},
+                                post=True)
+    known = {(e.job, e.instance) for e in engines}
+    others = sorted({(str(s.get("job", "")), str(s.get("instance", ""))) for s in data or []} - known)
+    return EngineDiscovery(tuple(engines), tuple(others))
+
+
+async def discover_endpoints(client: ApiClient, matchers: str, start: float, end: float,
+                             name_matcher: str = ENGINE_NAMES) -> list[Discovered]:
+    """Every endpoint with an engine metric under ``matchers`` in the window, sorted, with its profile.
+
+    ``name_matcher`` (a ``__name__`` matcher) says which names are engine metrics.
+    """
+    match = "{" + ",".join(m for m in (matchers, name_matcher) if m) + "}"
     data, _ = await client.call("/api/v1/series", {"match[]": [match], "start": f"{start:.3f}", "end": f"{end:.3f}"},
                                 post=True)
     names: dict[tuple[str, str], set[str]] = {}

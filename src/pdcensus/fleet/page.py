@@ -90,10 +90,10 @@ def render_fleet_page(result: FleetResult, reports_href: str | None = None) -> s
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="{CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<title>pdcensus fleet: {escape(result.selector)}</title>
+<title>pdcensus fleet: {escape(result.selector or "every engine endpoint")}</title>
 <style>{CSS}</style></head>
 <body>
-<h1>Fleet: {len(result.ranking)} endpoint(s) under {escape(result.selector)}</h1>
+<h1>Fleet: {len(result.ranking)} endpoint(s) under {escape(result.selector or "no selector (every engine endpoint)")}</h1>
 <p class="subtitle">{escape(result.prometheus)}; ranked by the census's total lost decode share;
 {examined} examined from raw samples (every flagged endpoint and the top {result.examine} of the others);
 the rest are ordered by the screen's estimate, which flags and ranks but names no mechanism.

@@ -180,7 +180,7 @@ def pick(rows: list[ScreenRow], k: int) -> list[ScreenRow]:
 
 
 async def census_fleet_async(
-    base_url: str, *, selector: str = '{job="radiance"}', start: float, end: float, examine: int = 20,
+    base_url: str, *, selector: str = "", start: float, end: float, examine: int = 20,
     concurrency: int = 4, batch_size: int = 25, auth: AuthConfig | None = None, timeout: float = 30.0,
     screen_options: ScreenOptions | None = None, state_path: Path | None = None, resume: bool = False,
     html_dir: Path | None = None, progress: Progress | None = None, screen_only: bool = False,

@@ -65,14 +65,23 @@ class Target:
 
 
 def parse_target(url: str) -> Target:
-    """``http://host:port[/path]`` -> Target; a bare ``host:port`` or an empty path gets ``/metrics``."""
+    """``http://host:port[/path]`` -> Target; a bare ``host:port`` or an empty path gets ``/metrics``.
+
+    A bare word without a scheme must name its port (``notaurl`` is refused, not scraped as
+    ``http://notaurl:80/metrics``); a port out of range is refused too.
+    """
     text = url if "://" in url else f"http://{url}"
     parts = urlsplit(text)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise UsageError(f"not an endpoint URL: {url!r}; use e.g. http://127.0.0.1:7770/metrics")
+    try:
+        port = parts.port
+    except ValueError:  # not a number, or out of range
+        port = -1
+    if (parts.scheme not in ("http", "https") or not parts.hostname or port == -1
+            or ("://" not in url and port is None)):
+        raise UsageError(f"not an endpoint URL: {url!r}; use e.g. http://127.0.0.1:7770/metrics or HOST:PORT")
     if parts.username or parts.password:
         raise UsageError(f"credentials in the endpoint URL are refused: {parts.hostname!r}")
-    port = parts.port or (443 if parts.scheme == "https" else 80)
+    port = port or (443 if parts.scheme == "https" else 80)
     host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
     path = parts.path if parts.path not in ("", "/") else "/metrics"
     return Target(urlunsplit((parts.scheme, f"{host}:{port}", path, parts.query, "")), f"{host}:{port}")
