@@ -36,6 +36,8 @@ from pdcensus.advice.catalogue import engine_catalogue
 from pdcensus.advice.deploy import deploy_line, same_value
 from pdcensus.advice.knobs import ActsOn, Dial, Knob
 from pdcensus.advice.model import Recommendation, VerificationPlan
+from pdcensus.advice.vllm_defaults import config_file_note
+from pdcensus.advice.vllm_defaults import deployed_value as vllm_deployed
 from pdcensus.census.model import CensusReport
 
 MIN_BUDGET_TOKENS = 512  # below this a budget halving buys little and every prompt pays per step
@@ -92,6 +94,9 @@ def recommend_budget(report: CensusReport, mechanism: ActsOn, engine: str,
     if knob is None:
         return gap_recommendation(mechanism, engine)
     current = _int(deployed.get(knob.flag))
+    assumed = vllm_deployed(knob.flag, deployed) if current is None and engine == "vllm" else None
+    if assumed is not None and assumed.is_default:
+        current = _int(assumed.value)
     if current is None:
         return Recommendation(
             mechanism.value, knob.flag, "N", "", "", f"{knob.flag} is the dial on {catalogue.name} ({knob.semantics}); "
@@ -131,8 +136,13 @@ def recommend_budget(report: CensusReport, mechanism: ActsOn, engine: str,
                    "prompt's compute is unchanged")
     if mechanism is ActsOn.EVICTION:
         effect += f"; the chunk's activations (what a step borrows from the rest of the device) shrink to {ratio:.0%}"
+    notes: tuple[str, ...] = ()
+    if assumed is not None and assumed.is_default:
+        predicted["step_tokens_now_is_default"] = 1.0
+        effect += f"; from {assumed.text()}"
+        notes = tuple(n for n in (config_file_note(deployed),) if n)
     return Recommendation(mechanism.value, knob.flag, str(new), "", "", f"{knob.flag} {new}: {effect}", predicted,
-                          cost=knob.cost, preconditions=knob.preconditions,
+                          cost=knob.cost, preconditions=knob.preconditions, notes=notes,
                           verification=plan(knob, str(new), knob.counter or "argv and the bucket pair decide"),
                           engine=engine)
 
