@@ -92,3 +92,34 @@ def test_a_halved_budget_on_a_real_run_says_which_prompts_it_cuts_and_shows_no_o
     assert "twin flags (vLLM's spelling): --max-num-seqs 16 --max-num-batched-tokens 8192" in text
     assert "--checkpoint-interval" not in text and "--busy-prefill-chunk" not in text and "why: " in text
     assert result.to_dict()["calibration"]["engine_flags"] == {"--max-num-seqs": "16", "--max-num-batched-tokens": "8192"}
+
+
+def test_prompt_work_where_no_request_finished_borrows_one_and_the_window_keeps_its_request_count() -> None:
+    """A finished-requests counter counts a request when its decode ends: the blocks where its prefill ran
+    count none. Their work is not dropped: a request is borrowed there and repaid by the blocks after."""
+    from pdcensus.whatif.traffic import Traffic
+
+    traffic = Traffic(45.0, (0.0, 15.0, 30.0), (15.0, 30.0, 45.0), (0.0, 0.0, 2.0), (30000.0, 30000.0, 200.0),
+                      100.0, 30000.0, 50.0, "finished-requests counter", borrow=True)
+    assert traffic.block_counts() == [1, 1, 0]
+    trace = traffic.trace(0)
+    assert len(trace) == 2 and sum(r.prompt_tokens for r in trace) == 60000
+    assert [int(r.arrival_seconds // 15) for r in sorted(trace, key=lambda r: r.arrival_seconds)] == [0, 1]
+    # without borrowing (a count taken at the first token) the same blocks keep the old reading
+    from dataclasses import replace
+
+    assert replace(traffic, borrow=False).block_counts() == [0, 0, 2]
+
+
+def test_a_busy_blocks_work_near_the_typical_prompt_is_short_prompts_not_one_long_one() -> None:
+    """100 requests and 22k tokens in a block is 220 tokens a request, 1.6 shorts of 134 (the spread of
+    log-normal shorts carries 2.6): short prompts around 220, not 99 of 134 and one ~9k prompt; 3 requests
+    and 40k tokens are still long prompts."""
+    from pdcensus.whatif.traffic import Traffic
+
+    busy = Traffic(30.0, (0.0, 15.0), (15.0, 30.0), (100.0, 3.0), (22000.0, 40000.0), 134.0, 9000.0, 50.0,
+                   "finished-requests counter")
+    trace = busy.trace(0)
+    first, second = [r for r in trace if r.arrival_seconds < 15.0], [r for r in trace if r.arrival_seconds >= 15.0]
+    assert len(first) == 100 and all(r.kind == "short" for r in first) and max(r.prompt_tokens for r in first) < 2000
+    assert [r.kind for r in second] == ["long"] * 3 and abs(sum(r.prompt_tokens for r in second) - 40000) <= 3

@@ -17,6 +17,13 @@ real vLLM run ``tp1_bs128`` the busy per-stream calibration error was -23 % agai
 - typical short prompt: the 10th percentile of the intervals' prompt work per request
   (intervals carrying a long prompt's work sit above it; on the simulator's ``step-time-sharing``
   scenario this gives 164 tokens for chat prompts of mean ~180);
+- a block carries long prompts only where its work per request is above :data:`SHORTS_SPREAD` x the
+  typical short (2.59: a log-normal's mean over its 10th percentile at sigma 0.6), i.e. beyond what
+  the shorts' own spread carries: on busy chat (the real Llama-3.3-70B runs at 2-7 requests/s, ~100
+  a block, 220 tokens a request against a 134-token 10th percentile) the excess is that spread, not
+  one ~9k-token prompt a block; read as one, the twin's prefill came in bursts (busy intervals 10 % of
+  the window at ~6k tok/s against 3 % at ~3.2k recorded) and its busy per-stream decode missed by
+  -33 % to -55 %. The simulator's ``step-time-sharing`` (38 a block, 6.7 shorts' worth) is unchanged;
 - short prompts and outputs are log-normal around their typical size (sigmas
   :data:`PROMPT_SIGMA`, :data:`OUTPUT_SIGMA`: assumptions, said in the notes);
 - arrivals: uniform inside their block, drawn per seed;
@@ -51,6 +58,10 @@ from pdcensus.sim.fitted import TraceRequest
 BLOCK_SECONDS = 15.0
 PROMPT_SIGMA = 0.6
 OUTPUT_SIGMA = 0.5
+SHORT_QUANTILE_Z = 1.2816  # the standard normal's 90th percentile: the 10th percentile is mean-z sigma below
+# a block's work per request up to this many typical (10th-percentile) shorts is the shorts' own spread: the
+# mean of a log-normal over its 10th percentile, exp(z sigma + sigma^2 / 2), 2.59 at sigma 0.6
+SHORTS_SPREAD = math.exp(SHORT_QUANTILE_Z * PROMPT_SIGMA + PROMPT_SIGMA ** 2 / 2)
 SHORT_QUANTILE = 0.10
 LONG_FACTOR = 3.0  # a block's work per request above this many typical prompts carries long prompt(s)
 # a prompt starts when the work passes this share of a mean prompt beyond the previous ones' (a
@@ -116,7 +127,8 @@ class Traffic:
             # excess under half of one (a long prompt's tail counted in the next block) is spread over the shorts
             excess = work - count * self.short_prompt_tokens
             longs = 0
-            if excess > LONG_FACTOR * self.short_prompt_tokens and self.long_prompt_tokens > 0:
+            spread = work <= SHORTS_SPREAD * count * self.short_prompt_tokens  # the shorts' own spread carries it
+            if excess > LONG_FACTOR * self.short_prompt_tokens and self.long_prompt_tokens > 0 and not spread:
                 longs = min(count, int(math.floor(excess / self.long_prompt_tokens + 0.5)))
             shorts = count - longs
             long_size = (work - shorts * self.short_prompt_tokens) / longs if longs else 0.0
@@ -138,7 +150,7 @@ class Traffic:
         carry = 0.0
         for n, work in zip(self.requests, self.prompt_tokens):
             carry += n * load
-            count = int(math.floor(carry))
+            count = int(math.floor(carry)) if carry >= 1.0 else 0  # below 0: a borrowed request not yet repaid
             carry -= count
             if count <= 0 and self.borrow and work * load > LONG_FACTOR * self.short_prompt_tokens:
                 # prompt work ran here but no request was counted here (a finished-requests counter counts a
