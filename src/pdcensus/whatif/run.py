@@ -273,7 +273,8 @@ def chunk_remarks(calibration: Calibration, change: Change) -> tuple[str, ...]:
     return (f"the chunk beside decoders {old} -> {new} tokens: {len(longer)} of the twin's {len(prompts)} prompts "
             f"(seed 0), {sum(longer) / work:.0%} of the prompt work, are longer than {cut} tokens and change steps; the "
             f"twin prices prefill per token ({price * 1e6:.3g} us), so a prompt costs the decoders the same time however "
-            "it is chunked: the per-stream means move little, the longest stall (ITL p99 beside prefill) moves",)
+            "it is chunked: the per-stream means move little; each stall is shorter and there are more of them "
+            "(the longest gap shrinks, ITL p99 beside prefill may rise)",)
 
 
 def extrapolation_warnings(calibration: Calibration, after: Sequence[WindowFigures]) -> tuple[str, ...]:

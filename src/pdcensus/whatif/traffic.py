@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -278,11 +278,14 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
                     "work), outputs from " + ("request_generation_tokens" if output_lengths else
                                               f"a log-normal (sigma {OUTPUT_SIGMA}): assumed"))
     borrow = basis == "finished-requests counter"
-    if borrow:
-        notes.append("requests are counted when they finish: a block with prompt work and none counted borrows one "
-                     "from the blocks after it (the prefill runs where it ran, the window's request count holds)")
-    return Traffic(window, starts, ends, n, work, max(1.0, short), long_size, max(1.0, mean_output), basis,
-                   notes=tuple(notes), prompt_lengths=prompt_lengths, output_lengths=output_lengths, borrow=borrow)
+    out = Traffic(window, starts, ends, n, work, max(1.0, short), long_size, max(1.0, mean_output), basis,
+                  notes=tuple(notes), prompt_lengths=prompt_lengths, output_lengths=output_lengths, borrow=borrow)
+    borrowed = sum(1 for k, c in zip(n, out.block_counts()) if c >= 1 and k < 1)
+    if borrowed:
+        out = replace(out, notes=out.notes + (
+            f"requests are counted when they finish: {borrowed} of {len(n)} blocks had prompt work and none "
+            "counted, and borrow one from the blocks after them (the prefill runs where it ran)",))
+    return out
 
 
 def _without_counts(read: ShapeRead, t: np.ndarray, prompt: np.ndarray, generated: np.ndarray, window: float,
