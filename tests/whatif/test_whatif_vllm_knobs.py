@@ -123,3 +123,16 @@ def test_a_busy_blocks_work_near_the_typical_prompt_is_short_prompts_not_one_lon
     first, second = [r for r in trace if r.arrival_seconds < 15.0], [r for r in trace if r.arrival_seconds >= 15.0]
     assert len(first) == 100 and all(r.kind == "short" for r in first) and max(r.prompt_tokens for r in first) < 2000
     assert [r.kind for r in second] == ["long"] * 3 and abs(sum(r.prompt_tokens for r in second) - 40000) <= 3
+
+
+def test_a_short_context_caps_the_lone_chunk_and_the_deployed_pool_is_shown_with_its_block_size() -> None:
+    """``--max-model-len 2048`` (the live preemption run): no prompt is longer, and the simulator refuses a
+    lone chunk beyond the context, so the lone chunk is 2048 whatever the budget."""
+
+    assert chunk_flags(8192, 0, 2048) == {"--max-num-batched-tokens": "8192", "--checkpoint-interval": "2048",
+                                          "--busy-prefill-chunk": "8192"}
+    short = {**TWIN, "--max-model-len": "2048"}
+    assert vllm_change({"--max-num-batched-tokens": "4096"}, short, {})["--checkpoint-interval"] == "2048"
+    shown, _ = vllm_spelling({**short, "--num-gpu-blocks-override": "24", "--block-size": "128"},
+                             {"--num-gpu-blocks-override": "argv", "--max-model-len": "argv"})
+    assert ("--num-gpu-blocks-override", "24") in shown and ("--block-size", "128") in shown

@@ -222,7 +222,9 @@ def sim_flags(engine: str, argv: Sequence[str], read: ShapeRead, labels: Mapping
     if engine == "vllm":
         given = vllm_argv_flags(argv)
         threshold = given.get(THRESHOLD, "0")
-        chunks = chunk_flags(int(budget), int(threshold) if threshold.isdigit() else 0)
+        if given.get("--max-model-len", "").isdigit():
+            flags["--max-model-len"], sources["--max-model-len"] = given["--max-model-len"], "argv"
+        chunks = chunk_flags(int(budget), int(threshold) if threshold.isdigit() else 0, int(flags["--max-model-len"]))
         for flag, value in chunks.items():
             flags[flag], sources[flag] = value, why
         if chunks[SIM_BUSY] != budget:
@@ -234,8 +236,6 @@ def sim_flags(engine: str, argv: Sequence[str], read: ShapeRead, labels: Mapping
             flags[SIM_BLOCKS], sources[SIM_BLOCKS] = blocks, "vllm:cache_config_info num_gpu_blocks"
         if SIM_BLOCKS in sources and sources[SIM_BLOCKS] != "the twin models no KV pressure" and block.isdigit():
             flags["--block-size"], sources["--block-size"] = block, "vllm:cache_config_info block_size"
-        if given.get("--max-model-len", "").isdigit():
-            flags["--max-model-len"], sources["--max-model-len"] = given["--max-model-len"], "argv"
         return flags, sources, knobs
     for flag in ("--max-num-batched-tokens", "--checkpoint-interval", "--busy-prefill-chunk"):
         flags[flag], sources[flag] = budget, why

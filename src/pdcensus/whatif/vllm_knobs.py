@@ -63,10 +63,14 @@ def _positive(flag: str, value: str, minimum: int = 1) -> int:
     return int(text)
 
 
-def chunk_flags(budget: int, threshold: int) -> dict[str, str]:
-    """The twin's budget, lone chunk and busy chunk for vLLM's budget and long-prefill threshold (0 = off)."""
+def chunk_flags(budget: int, threshold: int, context: int | None = None) -> dict[str, str]:
+    """The twin's budget, lone chunk and busy chunk for vLLM's budget and long-prefill threshold (0 = off).
+
+    The lone chunk is at most the context bound (``context``, the twin's ``--max-model-len``): no prompt is
+    longer, and the simulator refuses an interval beyond it."""
     busy = min(threshold, budget) if threshold > 0 else budget
-    return {SIM_BUDGET: str(budget), SIM_LONE: str(budget), SIM_BUSY: str(max(1, busy))}
+    lone = min(budget, context) if context else budget
+    return {SIM_BUDGET: str(budget), SIM_LONE: str(max(MIN_CHUNK, lone)), SIM_BUSY: str(max(1, busy))}
 
 
 def vllm_change(sets: Mapping[str, str], flags: Mapping[str, str], labels: Mapping[str, str]) -> dict[str, str]:
@@ -92,7 +96,8 @@ def vllm_change(sets: Mapping[str, str], flags: Mapping[str, str], labels: Mappi
         elif flag in REFUSED:
             refuse(flag)
     if any(f in sets for f in ("--max-num-batched-tokens", THRESHOLD)):
-        out |= chunk_flags(budget, threshold)
+        context = flags.get("--max-model-len", "")
+        out |= chunk_flags(budget, threshold, int(context) if context.isdigit() else None)
     return out
 
 
@@ -139,6 +144,8 @@ def vllm_spelling(flags: Mapping[str, str], sources: Mapping[str, str]) -> tuple
             left.append(f"KV pool: ample ({flags[SIM_BLOCKS]} blocks): the twin models no KV pressure")
         else:
             shown.append((SIM_BLOCKS, flags[SIM_BLOCKS]))
+            if "--block-size" in flags:
+                shown.append(("--block-size", flags["--block-size"]))
     if "--max-model-len" in flags:
         if sources.get("--max-model-len") == "argv":
             shown.append(("--max-model-len", flags["--max-model-len"]))
