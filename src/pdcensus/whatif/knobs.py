@@ -3,10 +3,12 @@
 The simulator models one engine (radiance): a step carries decode rows and at most one prefill
 chunk. What another engine's knob does to that model:
 
-- vLLM (``vllm/engine/arg_utils.py``, 0.15-0.19): ``--max-num-seqs`` bounds the running batch
+- vLLM (``vllm/engine/arg_utils.py``, 0.15-0.32): ``--max-num-seqs`` bounds the running batch
   (the simulator's ``--max-num-seqs``); ``--max-num-batched-tokens`` is the token budget of one
   step, which with chunked prefill is the largest chunk a decoder waits out beside a long prompt
-  (``--max-num-batched-tokens``, and the same value as the busy and lone chunk).
+  (``--max-num-batched-tokens``, and the same value as the busy and lone chunk). Every other flag
+  of the vLLM catalogue (``pdcensus knobs --engine vllm``: the long-prefill threshold, the KV pool)
+  is mapped or refused in one line by :mod:`pdcensus.whatif.vllm_knobs`.
 - llama.cpp (``common/arg.cpp`` at b11434, as ``llama-server --help`` prints it): ``-np/--parallel`` is the slot count (the batch
   bound); ``-b/--batch-size`` is n_batch, the tokens of one ``llama_decode`` call, so the chunk
   a decoding slot waits for; ``-ub/--ubatch-size`` is n_ubatch, the micro-batch that call is
@@ -39,6 +41,7 @@ class Knob(str, Enum):
     UBATCH_TOKENS = "ubatch-tokens"
     LOAD = "load"
     SIM_FLAG = "sim-flag"  # radiance: a simulator flag, passed through
+    VLLM_FLAG = "vllm-flag"  # vLLM: a flag mapped by :mod:`pdcensus.whatif.vllm_knobs`
 
 
 def _from_engine_flags(engine: str) -> dict[str, Knob]:
@@ -98,7 +101,11 @@ def engine_family(profile_engine: str) -> str:
 
 def _spell(raw: str) -> str:
     name = raw.strip()
-    if name in COMMON or name.startswith("-"):
+    if name in COMMON:
+        return name
+    if name.startswith("--"):
+        return name.replace("_", "-")
+    if name.startswith("-"):
         return name
     return ("-" if name in ("np", "b", "ub") else "--") + name.replace("_", "-")
 
@@ -106,6 +113,9 @@ def _spell(raw: str) -> str:
 def parse_knobs(items: Sequence[str], engine: str) -> list[KnobSetting]:
     """``KNOB=VALUE`` items in ``engine``'s spelling -> settings; an unknown knob is a usage error."""
     from pdcensus.sim.config import FLAG_SPECS
+    from pdcensus.whatif.vllm_knobs import ACCEPTED as VLLM_ACCEPTED
+    from pdcensus.whatif.vllm_knobs import REFUSED as VLLM_REFUSED
+    from pdcensus.whatif.vllm_knobs import refuse
 
     table = SPELLINGS.get(engine)
     out: list[KnobSetting] = []
@@ -120,9 +130,14 @@ def parse_knobs(items: Sequence[str], engine: str) -> list[KnobSetting]:
             out.append(KnobSetting(spelling, value.strip(), Knob.SIM_FLAG))
         elif table and spelling in table:
             out.append(KnobSetting(spelling, value.strip(), table[spelling]))
+        elif engine == "vllm" and spelling in VLLM_ACCEPTED:
+            out.append(KnobSetting(spelling, value.strip(), Knob.VLLM_FLAG))
+        elif engine == "vllm" and spelling in VLLM_REFUSED:
+            refuse(spelling)
         else:
             flags = [f for f in sorted(FLAG_SPECS) if f not in ("--model", "--port")]
-            known = sorted(COMMON) + (flags if engine == "radiance" else sorted(table or {}))
+            known = sorted(COMMON) + (flags if engine == "radiance" else sorted(
+                set(table or {}) | (set(VLLM_ACCEPTED) if engine == "vllm" else set())))
             raise UsageError(f"unknown knob {raw.strip()!r} for {engine}: expected one of: {', '.join(known)}")
     return out
 
@@ -134,7 +149,7 @@ def knobs_from_argv(argv: Sequence[str], engine: str) -> dict[Knob, str]:
     args = list(argv)
     for i, arg in enumerate(args):
         name, _, inline = arg.partition("=")
-        knob = table.get(name)
+        knob = table.get(name.replace("_", "-") if name.startswith("--") else name)
         if knob is None:
             continue
         value = inline if inline else (args[i + 1] if i + 1 < len(args) else "")

@@ -67,6 +67,15 @@ class BucketPrediction:
     twin_after_samples: Spread
 
 
+def engine_flags(c: Calibration) -> dict[str, str]:
+    """The twin's flags in the engine's own spelling (vLLM's for a vLLM twin; the simulator's otherwise)."""
+    if c.engine != "vllm":
+        return dict(c.flags)
+    from pdcensus.whatif.vllm_knobs import vllm_spelling
+
+    return dict(vllm_spelling(c.flags, c.flag_sources)[0])
+
+
 @dataclass(frozen=True)
 class WhatIfResult:
     source: str
@@ -82,6 +91,7 @@ class WhatIfResult:
     figures: tuple[FigurePrediction, ...]
     buckets: tuple[BucketPrediction, ...]
     warnings: tuple[str, ...] = ()
+    remarks: tuple[str, ...] = ()  # why a figure moves as it does (a chunk change under a per-token prefill cost)
 
     def figure(self, name: str) -> FigurePrediction | None:
         return next((f for f in self.figures if f.name == name), None)
@@ -108,6 +118,7 @@ class WhatIfResult:
                     "blocks": len(traffic.block_starts),
                 },
                 "flags": dict(c.flags), "flag_sources": dict(c.flag_sources),
+                "engine_flags": engine_flags(c),
                 "argv_knobs": {k.value: v for k, v in c.argv_knobs.items()},
                 "observed": plain(c.observed.values),
                 "notes": list(c.notes),
@@ -117,6 +128,7 @@ class WhatIfResult:
             "bounded_figures": list(BOUNDED),
             "refused": self.refused,
             "warnings": list(self.warnings),
+            "remarks": list(self.remarks),
             "change": {
                 "set": {s.spelling: s.value for s in self.settings},
                 "twin_flags": dict(self.sim_flags),

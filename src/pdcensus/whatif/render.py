@@ -10,6 +10,7 @@ import math
 from rich.console import Console
 from rich.table import Table
 
+from pdcensus.whatif.vllm_knobs import vllm_spelling
 from pdcensus.whatif.model import BOUNDED, WhatIfResult
 
 LABELS = {
@@ -80,7 +81,13 @@ def render(result: WhatIfResult, console: Console) -> None:
                                                         if t.long_prompt_tokens else "")
                   + f"; outputs ~{t.mean_output_tokens:,.0f} tok"
                   + (f"; {t.standing_decoders} standing decoder(s)" if t.standing_decoders else ""))
-    console.print("twin flags: " + " ".join(f"{f} {v}" for f, v in c.flags.items()))
+    if c.engine == "vllm":  # the twin's own flags are another engine's: vLLM's spelling only, the rest said
+        shown, left = vllm_spelling(c.flags, c.flag_sources)
+        console.print("twin flags (vLLM's spelling): " + " ".join(f"{f} {v}" for f, v in shown))
+        for note in left:
+            console.print(f"  twin: {note}")
+    else:
+        console.print("twin flags: " + " ".join(f"{f} {v}" for f, v in c.flags.items()))
     for note in c.notes:
         console.print(f"  note: {note}")
     console.print(f"calibration error, twin without the change vs the recording (* gating: beyond "
@@ -95,6 +102,8 @@ def render(result: WhatIfResult, console: Console) -> None:
         return
     for warning in result.warnings:
         console.print(f"[bold]warning[/bold]: {warning}")
+    for why in result.remarks:
+        console.print(f"why: {why}")
     change = ", ".join(f"{s.spelling}={s.value}" for s in result.settings)
     pred = Table(title=f"predicted with {change} (median over seeds, \\[range])")
     for col in ("figure", "observed", "predicted", "change"):

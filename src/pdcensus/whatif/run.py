@@ -35,9 +35,11 @@ from pdcensus.whatif.calibrate import LLAMACPP_DEFAULT_UBATCH, Calibration, cali
 from pdcensus.whatif.knobs import Knob, KnobSetting, parse_knobs
 from pdcensus.whatif.llamacpp_view import as_llamacpp
 from pdcensus.whatif.measure import FIGURES, WindowFigures, choose_endpoint, measure, read_window
+from pdcensus.whatif.vllm_knobs import vllm_change
 from pdcensus.whatif.model import BOUNDED, BucketPrediction, FigurePrediction, Spread, WhatIfResult
 
 TOKENS_PREDICTED = "llamacpp:tokens_predicted_total"
+CACHE_CONFIG_INFO = "vllm:cache_config_info"
 PROMPT_LENGTHS, OUTPUT_LENGTHS = "vllm:request_prompt_tokens", "vllm:request_generation_tokens"
 DEFAULT_BOUND = 0.25
 DEFAULT_SEEDS = 4
@@ -60,6 +62,10 @@ def to_change(settings: Sequence[KnobSetting], calibration: Calibration) -> Chan
     ubatch: int | None = None
     load = 1.0
     batch = calibration.flags.get("--max-num-batched-tokens")
+    if calibration.engine == "vllm":
+        vllm_sets = {s.spelling: s.value for s in settings if s.knob is not Knob.LOAD}
+        flags = vllm_change(vllm_sets, calibration.flags, calibration.config_labels)
+        settings = [s for s in settings if s.knob is Knob.LOAD]
     for s in settings:
         if s.knob is Knob.LOAD:
             load = s.number()
@@ -195,6 +201,15 @@ def length_histograms(recording: Recording, read: ShapeRead, instance: str | Non
     return out[0], out[1]
 
 
+def config_labels(recording: Recording, instance: str | None) -> dict[str, str]:
+    """vLLM's ``vllm:cache_config_info`` labels (every CacheConfig field: block_size, num_gpu_blocks, ...)."""
+    endpoint = choose_endpoint(recording, instance)
+    out: dict[str, str] = {}
+    for key in endpoint.select(CACHE_CONFIG_INFO):
+        out |= {k: v for k, v in key.labels if k not in ("__name__", "instance", "job") and v not in ("", "None")}
+    return out
+
+
 def completed_tokens(recording: Recording, read: ShapeRead, instance: str | None) -> np.ndarray | None:
     """llama.cpp: per interval, the tokens of requests that ended (``tokens_predicted_total`` moves only then)."""
     endpoint = choose_endpoint(recording, instance)
@@ -213,7 +228,8 @@ def what_if(recording: Recording, sets: Sequence[str], *, argv: Sequence[str] = 
         raise UsageError(f"--seeds must be at least 1, got {seeds}")
     report, observed, read = observe(recording, instance)
     calibration = calibrate(read, report, observed, argv, mean_prompt_tokens,
-                            completed_tokens(recording, read, instance), length_histograms(recording, read, instance))
+                            completed_tokens(recording, read, instance), length_histograms(recording, read, instance),
+                            config_labels(recording, instance))
     settings = parse_knobs(sets, calibration.engine)
     if not settings:
         raise UsageError("give at least one --set KNOB=VALUE")
@@ -232,7 +248,33 @@ def what_if(recording: Recording, sets: Sequence[str], *, argv: Sequence[str] = 
     buckets = _buckets(observed, now, after) if not refused else ()
     return WhatIfResult(recording.source or "recording", calibration, tuple(settings), change.flags,
                         change.ubatch_tokens, change.load, seeds, bound, errors, refused, figures, buckets,
-                        extrapolation_warnings(calibration, after))
+                        extrapolation_warnings(calibration, after), () if refused else chunk_remarks(calibration, change))
+
+
+def chunk_remarks(calibration: Calibration, change: Change) -> tuple[str, ...]:
+    """Why a chunk change moves the per-stream means so little: which prompts it cuts, and the per-token price.
+
+    A decoder beside a chunk of ``c`` tokens waits ``base + c x per-token`` for one token; a prompt of ``P``
+    tokens costs the decoders ``P x per-token`` of extra time whatever ``c`` (``P / c`` steps of it), so under
+    the twin's per-token prefill price a smaller chunk changes the longest wait, not the mean loss, and only
+    for prompts longer than the chunk.
+    """
+    old, new = calibration.flags.get("--busy-prefill-chunk", ""), change.flags.get("--busy-prefill-chunk", "")
+    if not (old.isdigit() and new.isdigit()) or old == new:
+        return ()
+    cut = min(int(old), int(new))
+    prompts = [r.prompt_tokens for r in calibration.traffic.trace(0, change.load)]
+    work = float(sum(prompts))
+    longer = [p for p in prompts if p > cut]
+    if not longer:
+        return (f"the chunk beside decoders {old} -> {new} tokens cuts no prompt: none of the twin's {len(prompts)} "
+                f"prompts (seed 0) is longer than {cut} tokens, so x1.00 is the twin's answer, not a mapping fault",)
+    price = calibration.costs.per_prefill_token_seconds
+    return (f"the chunk beside decoders {old} -> {new} tokens: {len(longer)} of the twin's {len(prompts)} prompts "
+            f"(seed 0), {sum(longer) / work:.0%} of the prompt work, are longer than {cut} tokens and change steps; the "
+            f"twin prices prefill per token ({price * 1e6:.3g} us), so a prompt costs the decoders the same time however "
+            "it is chunked: the per-stream means move little; each stall is shorter and there are more of them "
+            "(the longest gap shrinks, ITL p99 beside prefill may rise)",)
 
 
 def extrapolation_warnings(calibration: Calibration, after: Sequence[WindowFigures]) -> tuple[str, ...]:

@@ -17,9 +17,20 @@ real vLLM run ``tp1_bs128`` the busy per-stream calibration error was -23 % agai
 - typical short prompt: the 10th percentile of the intervals' prompt work per request
   (intervals carrying a long prompt's work sit above it; on the simulator's ``step-time-sharing``
   scenario this gives 164 tokens for chat prompts of mean ~180);
+- a block carries long prompts only where its work per request is above :data:`SHORTS_SPREAD` x the
+  typical short (2.59: a log-normal's mean over its 10th percentile at sigma 0.6), i.e. beyond what
+  the shorts' own spread carries: on busy chat (the real Llama-3.3-70B runs at 2-7 requests/s, ~100
+  a block, 220 tokens a request against a 134-token 10th percentile) the excess is that spread, not
+  one ~9k-token prompt a block; read as one, the twin's prefill came in bursts (busy intervals 10 % of
+  the window at ~6k tok/s against 3 % at ~3.2k recorded) and its busy per-stream decode missed by
+  -33 % to -55 %. The simulator's ``step-time-sharing`` (38 a block, 6.7 shorts' worth) is unchanged;
 - short prompts and outputs are log-normal around their typical size (sigmas
   :data:`PROMPT_SIGMA`, :data:`OUTPUT_SIGMA`: assumptions, said in the notes);
-- arrivals: uniform inside their block, drawn per seed.
+- arrivals: uniform inside their block, drawn per seed;
+- where requests are counted when they finish (the finished-requests counter: on the real DeepSeek-R1
+  runs, 3k-token reasoning outputs end a minute after their 30k-120k-token prefill), a block with prompt
+  work and no counted request borrows one from the blocks after it. Without it the twin computed 14-79 %
+  of those recordings' prompt work.
 
 Where the engine exports its length histograms (vLLM's ``request_prompt_tokens`` and
 ``request_generation_tokens``), each block's prompts are drawn from the window's prompt
@@ -35,7 +46,7 @@ from __future__ import annotations
 
 import math
 import random
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -47,6 +58,10 @@ from pdcensus.sim.fitted import TraceRequest
 BLOCK_SECONDS = 15.0
 PROMPT_SIGMA = 0.6
 OUTPUT_SIGMA = 0.5
+SHORT_QUANTILE_Z = 1.2816  # the standard normal's 90th percentile: the 10th percentile is mean-z sigma below
+# a block's work per request up to this many typical (10th-percentile) shorts is the shorts' own spread: the
+# mean of a log-normal over its 10th percentile, exp(z sigma + sigma^2 / 2), 2.59 at sigma 0.6
+SHORTS_SPREAD = math.exp(SHORT_QUANTILE_Z * PROMPT_SIGMA + PROMPT_SIGMA ** 2 / 2)
 SHORT_QUANTILE = 0.10
 LONG_FACTOR = 3.0  # a block's work per request above this many typical prompts carries long prompt(s)
 # a prompt starts when the work passes this share of a mean prompt beyond the previous ones' (a
@@ -81,6 +96,9 @@ class Traffic:
     # request_prompt_tokens / request_generation_tokens): ((upper bound, count in the window), ...)
     prompt_lengths: tuple[tuple[float, float], ...] = ()
     output_lengths: tuple[tuple[float, float], ...] = ()
+    # a block with prompt work and no counted request borrows one from the blocks after it: the requests are
+    # counted when they end (the finished-requests counter), not when their prefill runs
+    borrow: bool = False
 
     @property
     def prompt_tokens_total(self) -> float:
@@ -98,19 +116,19 @@ class Traffic:
         for start, end, count in self.restarts:
             out += [TraceRequest(rng.uniform(start, end), RESTART_PROMPT_TOKENS, self.restart_output_tokens, "standing")
                     for _ in range(count)]
-        carry = 0.0
-        for start, end, n, work in zip(self.block_starts, self.block_ends, self.requests, self.prompt_tokens):
-            n, work = n * load, work * load
-            carry += n
-            count = int(math.floor(carry))
-            carry -= count
+        counts = self.block_counts(load)
+        # borrowed requests left unpaid at the window's end: outputs shrink so the generated work holds
+        output_scale = min(1.0, sum(self.requests) * load / sum(counts)) if sum(counts) > 0 else 1.0
+        for start, end, count, work in zip(self.block_starts, self.block_ends, counts, self.prompt_tokens):
+            work = work * load
             if count <= 0:
                 continue
             # long prompts: the block's excess over its short prompts in units of the typical long one; an
             # excess under half of one (a long prompt's tail counted in the next block) is spread over the shorts
             excess = work - count * self.short_prompt_tokens
             longs = 0
-            if excess > LONG_FACTOR * self.short_prompt_tokens and self.long_prompt_tokens > 0:
+            spread = work <= SHORTS_SPREAD * count * self.short_prompt_tokens  # the shorts' own spread carries it
+            if excess > LONG_FACTOR * self.short_prompt_tokens and self.long_prompt_tokens > 0 and not spread:
                 longs = min(count, int(math.floor(excess / self.long_prompt_tokens + 0.5)))
             shorts = count - longs
             long_size = (work - shorts * self.short_prompt_tokens) / longs if longs else 0.0
@@ -121,8 +139,25 @@ class Traffic:
             for i in range(count):
                 t = rng.uniform(start, end)
                 prompt = int(round(long_size)) if i < longs else _lognormal(rng, short_mean, self.prompt_sigma)
-                output = _lognormal(rng, self.mean_output_tokens, OUTPUT_SIGMA)
+                output = _lognormal(rng, self.mean_output_tokens * output_scale, OUTPUT_SIGMA)
                 out.append(TraceRequest(t, max(1, prompt), max(1, output), "long" if i < longs else "short"))
+        return out
+
+    def block_counts(self, load: float = 1.0) -> list[int]:
+        """Requests per block: the counted ones (fractions carried on), and one borrowed where prompt work ran
+        with none counted (:attr:`borrow`), repaid by the blocks after it."""
+        out: list[int] = []
+        carry = 0.0
+        for n, work in zip(self.requests, self.prompt_tokens):
+            carry += n * load
+            count = int(math.floor(carry)) if carry >= 1.0 else 0  # below 0: a borrowed request not yet repaid
+            carry -= count
+            if count <= 0 and self.borrow and work * load > LONG_FACTOR * self.short_prompt_tokens:
+                # prompt work ran here but no request was counted here (a finished-requests counter counts a
+                # request when its decode ends, minutes after its prefill): one request is borrowed from the
+                # blocks that follow, so the work runs where it ran and the window's request count holds
+                count, carry = 1, carry - 1.0
+            out.append(count)
         return out
 
 
@@ -242,8 +277,15 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
         notes[0] = ("prompt lengths from the request_prompt_tokens histogram (scaled to each block's computed "
                     "work), outputs from " + ("request_generation_tokens" if output_lengths else
                                               f"a log-normal (sigma {OUTPUT_SIGMA}): assumed"))
-    return Traffic(window, starts, ends, n, work, max(1.0, short), long_size, max(1.0, mean_output), basis,
-                   notes=tuple(notes), prompt_lengths=prompt_lengths, output_lengths=output_lengths)
+    borrow = basis == "finished-requests counter"
+    out = Traffic(window, starts, ends, n, work, max(1.0, short), long_size, max(1.0, mean_output), basis,
+                  notes=tuple(notes), prompt_lengths=prompt_lengths, output_lengths=output_lengths, borrow=borrow)
+    borrowed = sum(1 for k, c in zip(n, out.block_counts()) if c >= 1 and k < 1)
+    if borrowed:
+        out = replace(out, notes=out.notes + (
+            f"requests are counted when they finish: {borrowed} of {len(n)} blocks had prompt work and none "
+            "counted, and borrow one from the blocks after them (the prefill runs where it ran)",))
+    return out
 
 
 def _without_counts(read: ShapeRead, t: np.ndarray, prompt: np.ndarray, generated: np.ndarray, window: float,

