@@ -9,11 +9,9 @@ number as an em dash, so that "no data" never reads as zero.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any
 
 from pdcensus.report.figures import Figure, said
 
@@ -148,27 +146,3 @@ def fmt_time(value: float | None) -> str:
     if value is None or _missing(value):
         return MISSING
     return datetime.fromtimestamp(value, tz=timezone.utc).strftime("%Y-%m-%d %H:%M:%SZ")
-
-
-def plain_value(key: str, value: Any) -> str:
-    """A predicted or trade-off value, formatted by the unit its key names."""
-    if value is None:
-        return MISSING
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, (int, float)):
-        v = float(value)
-        if key.endswith("_seconds"):
-            return fmt_seconds(v)
-        if key.endswith("per_second"):
-            return fmt_rate(v)
-        if key.endswith(("_share", "_fraction")):
-            return fmt_share(v)
-        return fmt_number(v)
-    if isinstance(value, Enum):
-        return str(value.value)
-    if isinstance(value, Mapping):
-        return ", ".join(f"{k}={plain_value(str(k), v)}" for k, v in value.items())
-    if isinstance(value, (list, tuple)):
-        return ", ".join(plain_value(key, v) for v in value)
-    return str(value)
