@@ -32,7 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pdcensus.advice.knobs import flag_for_env_var
+from pdcensus.advice.model import Severity
 from pdcensus.lint.checks import Checker, FlagUse
+from pdcensus.lint.vllm_commands import OTHER_ENGINES, check_vllm, python_module, via_variable, vllm_cli
 from pdcensus.lint.model import Snippet
 from pdcensus.lint.shell import RUN_VALUE_OPTIONS, Heredoc, Word, commands, function_spans, is_assignment, tokenize, unquote
 
@@ -96,6 +98,7 @@ class ShellReader:
     checker: Checker
     assignments: dict[str, list[_Assignment]] = field(default_factory=dict)
     engine: list[tuple[list[Arg], list[FlagUse]]] = field(default_factory=list)
+    vllm: list[tuple[list[Arg], str]] = field(default_factory=list)  # vLLM argv, how it was spelled
     engine_vars: set[str] = field(default_factory=set)
     other_vars: set[str] = field(default_factory=set)
     heredoc: Callable[[Snippet], bool] | None = None  # reads a heredoc that writes a unit, manifest...
@@ -161,7 +164,7 @@ class ShellReader:
             self._assign(args[i], env)
             i += 1
         if i >= len(args):
-            self._flush_env(env)
+            self.flush_env(env)
             return
         program = args[i].value.rsplit("/", 1)[-1]
         if program in self.forwarders:  # launch() { exec radiance serve ... "$@"; }; launch --flag v
@@ -209,16 +212,28 @@ class ShellReader:
             return
         if program.startswith("python"):
             values = [a.value for a in rest]
-            if "-m" in values[:-1] and values[values.index("-m") + 1].startswith("radiance"):
+            module = values[values.index("-m") + 1] if "-m" in values[:-1] else ""
+            if module.startswith("radiance"):
                 self._engine(rest[values.index("-m") + 2:], env)
+            elif module:
+                python_module(self, module, args[i], rest[values.index("-m") + 2:], env)
             else:
-                self._other(args)
+                self.other(args)
+            return
+        if program == "vllm":
+            vllm_cli(self, args[i], rest, env)
+            return
+        if program in OTHER_ENGINES:
+            self.not_checked(args[i], f"{program} is an engine whose flags lint does not know")
+            self.other(args)
+            return
+        if via_variable(self, args[i], rest, env):
             return
         if program.startswith("radiance"):
             self._engine(rest, env)
             return
         if program in NON_ENGINE or (program.startswith("-") and not _FLAG.fullmatch(program)):
-            self._other(args)
+            self.other(args)
             return
         # an unnamed program (a path, a variable) is the engine when it is given `serve` or a
         # flag the pinned build declares; a plain word (`arm`, `vllm`, output text) never is
@@ -226,29 +241,57 @@ class ShellReader:
         if unnamed and ((rest and rest[0].value == "serve") or self._known(rest)):
             self._engine(rest, env)
         else:
-            self._other(args)
+            if unnamed and _ANY_REF.match(args[i].raw.strip("'\"")) and rest and rest[0].value == "serve":
+                self.not_checked(args[i], f"the program {args[i].raw} is a variable lint cannot resolve")
+            self.other(args)
 
     def image_argv(self, argv: list[Arg], env: list[FlagUse], image: str | None = None) -> None:
         """The argv a container passes to its image's entrypoint: the engine's when it starts with a
-        flag or ``serve`` and the image is radiance's (or unknown), or it passes a declared flag."""
+        flag or ``serve`` and the image is radiance's (or unknown), or it passes a declared flag; a
+        vLLM image's (``vllm/vllm-openai``: its entrypoint is ``vllm serve``) when it starts with a
+        flag or the model."""
+        if image and "vllm" in image.lower() and "radiance" not in image.lower() and argv:
+            first = argv[0].value
+            if first not in {"vllm", "sh", "bash", "env", "exec"} and not first.startswith(("python", "/")):
+                self.flush_env(env)
+                self.add_vllm(argv, f"{image.rsplit('/', 1)[-1].split(':')[0]} entrypoint, vllm serve")
+                return
         ours = image is None or "radiance" in image.lower() or self._known(argv)
         if argv and (argv[0].value.startswith("-") or argv[0].value == "serve") and ours:
             self._engine(argv[1:] if argv[0].value == "serve" else argv, env)
         elif argv:
             self.command(argv, env)
         else:
-            self._flush_env(env)
+            self.flush_env(env)
 
     def _known(self, argv: list[Arg]) -> bool:
         """True when an argv passes a flag the pinned build declares."""
         return any((m := _FLAG.fullmatch(a.value)) is not None and m.group(1) in self.checker.schema
                    for a in self._flatten(argv, frozenset()))
 
-    def _flush_env(self, env: list[FlagUse]) -> None:
+    def add_vllm(self, argv: list[Arg], form: str) -> None:
+        for arg in argv:
+            self.engine_vars.update(m.group(1) for m in _ANY_REF.finditer(arg.raw))
+        self.vllm.append((argv, form))
+
+    def expand(self, arg: Arg) -> list[list[Arg]] | None:
+        return self._expand(arg, frozenset())
+
+    def flatten(self, argv: list[Arg]) -> list[Arg]:
+        return self._flatten(argv, frozenset())
+
+    def references(self, arg: Arg) -> list[str]:
+        return [m.group(1) for m in _ANY_REF.finditer(arg.raw)]
+
+    def not_checked(self, at: Arg, why: str) -> None:
+        self.checker.add("command-not-checked", Severity.INFO, at.at(), at.value, f"{why}: not checked",
+                         at.conditional)
+
+    def flush_env(self, env: list[FlagUse]) -> None:
         for use in env:
             self.checker.invocation([use])
 
-    def _other(self, args: list[Arg]) -> None:
+    def other(self, args: list[Arg]) -> None:
         for arg in args:
             self.other_vars.update(m.group(1) for m in _ANY_REF.finditer(arg.raw))
 
@@ -266,7 +309,7 @@ class ShellReader:
         if values[:2] == ["container", "run"] or values[:2] == ["container", "create"]:
             rest, values = rest[1:], values[1:]
         if not values or values[0] not in {"run", "create"}:
-            self._other(rest)
+            self.other(rest)
             return
         j, entrypoint = 1, None
         while j < len(rest) and values[j].startswith("-"):
@@ -374,7 +417,16 @@ class ShellReader:
     def finish(self) -> None:
         """Check every engine invocation, then argv fragments held by variables never expanded."""
         for argv, env in self.engine:
+            if not self.checker.pinned:
+                if argv or env:
+                    at = argv[0] if argv else None
+                    where = at.at() if at is not None else env[0].flag_at
+                    self.checker.add("command-not-checked", Severity.INFO, where, "radiance",
+                                     "an engine command of the pinned build, and no --source was given: not checked")
+                continue
             self.checker.invocation(self.uses(argv) + env)
+        for argv, form in self.vllm:
+            check_vllm(self, argv, form)
         for name, value, at in self.pending_env:
             if name not in self.engine_vars:
                 self._env(name, value, at, None)
