@@ -90,11 +90,14 @@ def read_dockerfile(text: str, path: str, checker: Checker, shell: ShellReader) 
     cmd: list[Arg] | None = None
     shell_cmd: Snippet | None = None
     env: list[FlagUse] = []
+    base = ""  # the stage's FROM image: a CMD without ENTRYPOINT is its entrypoint's argv
 
     def finish_stage() -> None:
         nonlocal entrypoint, cmd, shell_cmd, env
         if entrypoint is not None:
             shell.command(entrypoint + (cmd or []), env)
+        elif cmd is not None and "vllm" in base.lower():
+            shell.image_argv(cmd, env, base)  # vllm/vllm-openai: ENTRYPOINT ["vllm", "serve"]
         elif cmd is not None:
             shell.command(cmd, env)
         else:
@@ -112,6 +115,8 @@ def read_dockerfile(text: str, path: str, checker: Checker, shell: ShellReader) 
         word, start = m.group(1).upper(), m.end()
         if word == "FROM":
             finish_stage()
+            image = re.match(r"\s*FROM\s+(?:--\S+\s+)*(\S+)", joined, re.I)
+            base = image.group(1) if image else ""
         elif word in {"CMD", "ENTRYPOINT"}:
             argv = _exec_form(snippet, start)
             if argv is None:

@@ -94,5 +94,18 @@ def check_vllm(reader: ShellReader, argv: list[Arg], form: str) -> None:
     VllmArgv(reader.checker, load_vllm_flags(), form).check(reader.flatten(argv))
 
 
+def vllm_image(reader: ShellReader, argv: list[Arg], env: list[FlagUse], image: str | None) -> bool:
+    """A vLLM image's argv (``vllm/vllm-openai``: its entrypoint is ``vllm serve``) when it starts
+    with a flag or the model rather than a program; True when taken."""
+    if not image or "vllm" not in image.lower() or "radiance" in image.lower() or not argv:
+        return False
+    first = argv[0].value
+    if first in {"vllm", "sh", "bash", "env", "exec"} or first.startswith(("python", "/")):
+        return False
+    reader.flush_env(env)
+    reader.add_vllm(argv, f"{image.rsplit('/', 1)[-1].split(':')[0]} entrypoint, vllm serve")
+    return True
+
+
 def _unresolved_word(arg: Arg) -> bool:
     return arg.literal is None and any(c in arg.raw for c in "$`")
