@@ -104,7 +104,7 @@ def build() -> dict[str, Any]:
     deprecated = getattr(parser, "_deprecated", set())
     flags = []
     for action in parser._actions:  # every action the parser holds, in declaration order
-        if not action.option_strings or isinstance(action, argparse._HelpAction):
+        if not action.option_strings:  # model_tag, the one positional
             continue
         entry = _flag(action)
         entry["deprecated"] = entry["deprecated"] or action in deprecated

@@ -40,7 +40,7 @@ class VllmArgv:
             i += 1
             if _unresolved(arg) and not (word.startswith("-") and not any(c in word.partition("=")[0] for c in "$`")):
                 continue  # the shell reader says which words it could not resolve
-            if word == "--":
+            if word == "--" or word.startswith("--help="):  # --help=KEYWORD: parse_args searches the help
                 return
             if word.startswith("-O") and not word.startswith("--"):  # -O3, -O=3, -O 3 (parse_args)
                 if word == "-O":
