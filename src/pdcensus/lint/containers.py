@@ -4,20 +4,17 @@ A serve script often starts the engine in a container: ``docker run --gpus all -
 vllm/vllm-openai:v0.32.0 --model m ...``. The run options are skipped (those in
 :data:`pdcensus.lint.shell.RUN_VALUE_OPTIONS` take a value), ``-e NAME=value`` are env lines,
 ``--entrypoint`` replaces the image's program, and what follows the image is the argv its
-entrypoint gets (read by :meth:`pdcensus.lint.shell_read.ShellReader.image_argv`).
+entrypoint gets: the engine's argv for radiance's image, vLLM's for a vLLM image
+(``vllm/vllm-openai``, whose entrypoint is ``vllm serve``), else a command of its own.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from pdcensus.lint.shell import RUN_VALUE_OPTIONS, is_assignment
-from pdcensus.lint.vllm_commands import vllm_image
-
-if TYPE_CHECKING:
-    from pdcensus.lint.checks import FlagUse
-    from pdcensus.lint.shell_read import Arg, ShellReader
+from pdcensus.lint.checks import FlagUse
+from pdcensus.lint.shell import RUN_VALUE_OPTIONS, Arg, is_assignment
+from pdcensus.lint.vllm_commands import ShellReader
 
 
 def container_run(reader: ShellReader, rest: list[Arg], env: list[FlagUse]) -> None:
@@ -75,3 +72,16 @@ def image_argv(reader: ShellReader, argv: list[Arg], env: list[FlagUse], image: 
         reader.command(argv, env)
     else:
         reader.flush_env(env)
+
+
+def vllm_image(reader: ShellReader, argv: list[Arg], env: list[FlagUse], image: str | None) -> bool:
+    """A vLLM image's argv (``vllm/vllm-openai``: its entrypoint is ``vllm serve``) when it starts
+    with a flag or the model rather than a program; True when taken."""
+    if not image or "vllm" not in image.lower() or "radiance" in image.lower() or not argv:
+        return False
+    first = argv[0].value
+    if first in {"vllm", "sh", "bash", "env", "exec"} or first.startswith(("python", "/")):
+        return False
+    reader.flush_env(env)
+    reader.add_vllm(argv, f"{image.rsplit('/', 1)[-1].split(':')[0]} entrypoint, vllm serve")
+    return True

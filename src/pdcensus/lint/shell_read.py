@@ -37,7 +37,7 @@ from pdcensus.lint.checks import Checker, FlagUse
 from pdcensus.lint.containers import container_run, image_argv, kubectl_run
 from pdcensus.lint.vllm_commands import OTHER_ENGINES, check_vllm, python_module, via_variable, vllm_cli
 from pdcensus.lint.model import Snippet
-from pdcensus.lint.shell import Heredoc, Word, commands, function_spans, is_assignment, tokenize, unquote
+from pdcensus.lint.shell import Arg, Heredoc, Word, commands, function_spans, is_assignment, tokenize, unquote
 
 NON_ENGINE = frozenset({
     "curl", "wget", "kubectl", "tr", "grep", "egrep", "fgrep", "sed", "awk", "promtool", "prometheus",
@@ -66,24 +66,6 @@ _OP_REF = re.compile(r"\$\{([A-Za-z_]\w*)(:?[-+=?])(.*)\}", re.S)
 _ANY_REF = re.compile(r"\$\{?([A-Za-z_]\w*)")
 _ENV_LINE = re.compile(r"^\s*(?:export\s+)?(RADIANCE_[A-Z0-9_]+)=(.*)$", re.M)
 _NEGATIVE = re.compile(r"-\d+(?:\.\d+)?")  # a negative value, not an option
-
-
-@dataclass(frozen=True)
-class Arg:
-    """A word of a command, with the snippet and offset it was read at."""
-
-    raw: str
-    snippet: Snippet
-    start: int
-    conditional: bool = False
-    literal: str | None = None  # an argv element as a manifest lists it: no shell quoting
-
-    @property
-    def value(self) -> str:
-        return self.literal if self.literal is not None else unquote(self.raw)
-
-    def at(self, offset: int = 0) -> tuple[int, int]:
-        return self.snippet.position(self.start + offset)
 
 
 @dataclass

@@ -26,7 +26,8 @@ from pdcensus.lint.checks import Checker, FlagUse
 from pdcensus.lint.deploy import decode_with_offsets
 from pdcensus.lint.model import Snippet
 from pdcensus.lint.shell import Word, tokenize
-from pdcensus.lint.shell_read import Arg, ShellReader
+from pdcensus.lint.shell import Arg
+from pdcensus.lint.shell_read import ShellReader
 
 _JSON_STRING = re.compile(r'"((?:\\.|[^"\\])*)"')
 

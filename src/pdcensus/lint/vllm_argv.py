@@ -8,13 +8,9 @@ The reading rules (FlexibleArgumentParser's rewriting, then argparse's) are stat
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from pdcensus.lint.checks import Checker
+from pdcensus.lint.shell import Arg
 from pdcensus.lint.vllm import SEVERITY, VllmFlag, VllmFlags, is_option_like, normalise
-
-if TYPE_CHECKING:
-    from pdcensus.lint.checks import Checker
-    from pdcensus.lint.shell_read import Arg
 
 _REFUSES = "vLLM refuses it at start-up"  # argparse's error(): usage and exit 2 before any model loads
 

@@ -19,15 +19,37 @@ program is ``vllm``, ``python -m MODULE``, a known serving engine, or a variable
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+
+from typing import Protocol
 
 from pdcensus.advice.model import Severity
+from pdcensus.lint.checks import Checker, FlagUse
+from pdcensus.lint.shell import Arg
 from pdcensus.lint.vllm import load_vllm_flags
 from pdcensus.lint.vllm_argv import VllmArgv
 
-if TYPE_CHECKING:
-    from pdcensus.lint.checks import FlagUse
-    from pdcensus.lint.shell_read import Arg, ShellReader
+
+class ShellReader(Protocol):
+    """What these functions (and :mod:`pdcensus.lint.containers`) use of
+    :class:`pdcensus.lint.shell_read.ShellReader` (a protocol: that module imports this one)."""
+
+    checker: Checker
+
+    @property
+    def assignments(self) -> Mapping[str, object]: ...
+    def command(self, args: list[Arg], env: list[FlagUse] | None = None) -> None: ...
+    def image_argv(self, argv: list[Arg], env: list[FlagUse], image: str | None = None) -> None: ...
+    def engine_argv(self, argv: list[Arg], env: list[FlagUse]) -> None: ...
+    def assign(self, arg: Arg, env: list[FlagUse] | None) -> None: ...
+    def known(self, argv: list[Arg]) -> bool: ...
+    def flush_env(self, env: list[FlagUse]) -> None: ...
+    def other(self, args: list[Arg]) -> None: ...
+    def add_vllm(self, argv: list[Arg], form: str) -> None: ...
+    def not_checked(self, at: Arg, why: str) -> None: ...
+    def expand(self, arg: Arg) -> list[list[Arg]] | None: ...
+    def flatten(self, argv: list[Arg]) -> list[Arg]: ...
+    def references(self, arg: Arg) -> list[str]: ...
 
 OTHER_ENGINES = frozenset({  # serving engines whose flags lint has no data for: said, not checked
     "text-generation-launcher", "llama-server", "trtllm-serve", "tritonserver", "lmdeploy", "sglang",
@@ -92,19 +114,6 @@ def check_vllm(reader: ShellReader, argv: list[Arg], form: str) -> None:
                                f"{what} in this {form} command is not assigned in this file (or is computed "
                                "at run time): the flags it may hold are not checked", arg.conditional)
     VllmArgv(reader.checker, load_vllm_flags(), form).check(reader.flatten(argv))
-
-
-def vllm_image(reader: ShellReader, argv: list[Arg], env: list[FlagUse], image: str | None) -> bool:
-    """A vLLM image's argv (``vllm/vllm-openai``: its entrypoint is ``vllm serve``) when it starts
-    with a flag or the model rather than a program; True when taken."""
-    if not image or "vllm" not in image.lower() or "radiance" in image.lower() or not argv:
-        return False
-    first = argv[0].value
-    if first in {"vllm", "sh", "bash", "env", "exec"} or first.startswith(("python", "/")):
-        return False
-    reader.flush_env(env)
-    reader.add_vllm(argv, f"{image.rsplit('/', 1)[-1].split(':')[0]} entrypoint, vllm serve")
-    return True
 
 
 def _unresolved_word(arg: Arg) -> bool:
