@@ -166,3 +166,9 @@ def test_the_shipped_data_names_its_version_and_holds_what_the_parser_declares()
 ])
 def test_underscores_become_dashes_only_in_the_name_before_the_first_dot(word: str, expected: str) -> None:
     assert normalise(word) == expected
+
+
+def test_placeholders_and_prose_mentions_are_not_findings(tmp_path: Path) -> None:
+    text = ("Run `vllm serve MODEL ...` or `vllm serve <model> --port <port> --max-num-seqs N`; "
+            "compare `sglang` and `vllm v0.19.1`.\n")
+    assert lint(tmp_path, "r.md", text) == []

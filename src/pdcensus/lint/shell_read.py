@@ -202,7 +202,7 @@ class ShellReader:
         if program == "vllm":
             vllm_cli(self, args[i], rest, env)
             return
-        if program in OTHER_ENGINES:
+        if program in OTHER_ENGINES and rest:  # a bare name in prose is no command
             self.not_checked(args[i], f"{program} is an engine whose flags lint does not know")
             self.other(args)
             return

@@ -50,7 +50,7 @@ class VllmArgv:
                 i = self._option(argv, i, arg)
                 continue
             positionals += 1
-            if positionals > 1:
+            if positionals > 1 and not placeholder(word):  # not `...`, `<model>`, `N`
                 self.add("unexpected-value", arg, word,
                          f"{word!r} is a second positional argument: the parser takes one (the model) and "
                          f"refuses the rest as unrecognized arguments; {_REFUSES}")
@@ -106,7 +106,7 @@ class VllmArgv:
         return i
 
     def _value(self, flag: VllmFlag, key: str, where: Arg, value: str, offset: int) -> None:
-        if _unresolved(where) or any(c in value for c in "$`"):
+        if _unresolved(where) or placeholder(value):  # `$PORT`, `<port>`, `N`: a placeholder
             return
         refusal = flag.refusal(value)
         if refusal is None:
@@ -124,3 +124,10 @@ class VllmArgv:
 def _unresolved(arg: Arg) -> bool:
     """A word still holding an expansion the shell reader could not resolve (``$ARGS``, ``$(...)``)."""
     return arg.literal is None and any(c in arg.raw for c in "$`") and any(c in arg.value for c in "$`")
+
+
+def placeholder(word: str) -> bool:
+    """A stand-in a runbook writes for a value: ``...``, ``<port>``, ``MODEL``, ``N``, ``$PORT``."""
+    bare = word.replace("_", "").replace("-", "")
+    return (word in {"...", "…"} or (word.startswith("<") and word.endswith(">"))
+            or (bare.isalpha() and bare.isupper()) or any(c in word for c in "$`"))

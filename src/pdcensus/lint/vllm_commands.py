@@ -58,6 +58,10 @@ OTHER_ENGINES = frozenset({  # serving engines whose flags lint has no data for:
 OTHER_ENGINE_MODULES = frozenset({"sglang.launch_server", "lmdeploy", "aphrodite.endpoints.openai.api_server",
                                   "llama_cpp.server", "tensorrt_llm.serve"})
 API_SERVER = "vllm.entrypoints.openai.api_server"
+VLLM_SUBCOMMANDS = frozenset({  # vLLM 0.32.0 vllm/entrypoints/cli/*.py, each CLISubcommand's name
+    "chat", "complete", "bench", "collect-env", "run-batch", "launch", "render", "snapshot",
+    "download-kernels", "preload",
+})
 
 
 def vllm_cli(reader: ShellReader, program: Arg, rest: list[Arg], env: list[FlagUse]) -> None:
@@ -65,7 +69,7 @@ def vllm_cli(reader: ShellReader, program: Arg, rest: list[Arg], env: list[FlagU
     reader.flush_env(env)
     if rest and rest[0].value == "serve":
         reader.add_vllm(rest[1:], "vllm serve")
-    elif rest and not rest[0].value.startswith("-") and not _unresolved_word(rest[0]):
+    elif rest and rest[0].value in VLLM_SUBCOMMANDS:
         reader.not_checked(program, f"`vllm {rest[0].value}` is not the server (only `vllm serve` is)")
         reader.other([program, *rest])
     else:
@@ -114,7 +118,3 @@ def check_vllm(reader: ShellReader, argv: list[Arg], form: str) -> None:
                                f"{what} in this {form} command is not assigned in this file (or is computed "
                                "at run time): the flags it may hold are not checked", arg.conditional)
     VllmArgv(reader.checker, load_vllm_flags(), form).check(reader.flatten(argv))
-
-
-def _unresolved_word(arg: Arg) -> bool:
-    return arg.literal is None and any(c in arg.raw for c in "$`")
