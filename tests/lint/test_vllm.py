@@ -172,3 +172,18 @@ def test_placeholders_and_prose_mentions_are_not_findings(tmp_path: Path) -> Non
     text = ("Run `vllm serve MODEL ...` or `vllm serve <model> --port <port> --max-num-seqs N`; "
             "compare `sglang` and `vllm v0.19.1`.\n")
     assert lint(tmp_path, "r.md", text) == []
+
+
+@pytest.mark.parametrize(("name", "text", "line"), [
+    ("vllm.container", "[Container]\nImage=docker.io/vllm/vllm-openai:v0.32.0\n"
+                       "Exec=--model m --max-num-batch-tokens 8192\n", 3),
+    ("run.sh", "docker run --gpus all -p 8000:8000 vllm/vllm-openai:v0.32.0 \\\n"
+               "  --model m --max-num-batch-tokens 8192\n", 2),
+    ("compose-entrypoint.yaml", "services:\n  llm:\n    image: python:3.11\n"
+                                "    entrypoint: [python3, -m, vllm.entrypoints.openai.api_server]\n"
+                                "    command: [--model, m, --max-num-batch-tokens, '8192']\n", 5),
+])
+def test_a_vllm_image_or_entrypoint_gets_its_argv_checked(tmp_path: Path, name: str, text: str, line: int) -> None:
+    findings = lint(tmp_path, name, text)
+    assert [(f.rule, f.line, f.subject) for f in findings] == [("unknown-flag", line, TYPO)], \
+        [f.text() for f in findings]

@@ -181,8 +181,8 @@ def read_systemd(text: str, path: str, checker: Checker, shell: ShellReader) -> 
                 else:
                     shell.command([Arg(inner, snippet, w.start + quoted)])
         elif key in {"ExecStart", "Exec"}:
-            while start < len(joined) and joined[start] in "-@:+!":
-                start += 1
+            while key == "ExecStart" and start < len(joined) and joined[start] in "-@:+!":
+                start += 1  # systemd's executable prefixes; Quadlet's Exec= is the image's argv as is
             execs.append((key if section != "Container" else "Exec", snippet, start))
     if not execs:
         for use in env:
