@@ -56,9 +56,10 @@ def render_text(report: LintReport) -> list[str]:
 
 def summary(report: LintReport) -> str:
     checked = "" if report.metrics_checked else " (metric names not checked: give --metrics)"
-    vllm = f"; vLLM commands against {report.vllm}" if report.vllm else ""
+    against = report.source if report.ref is not None or report.source != "no pinned source" else \
+        f"{report.vllm} for vLLM commands (no --source: no other engine checked)"
     return (f"{len(report.findings)} finding(s), {len(report.errors)} error(s) in {len(report.files)} "
-            f"file(s) against {report.source}{vllm}{checked}")
+            f"file(s) against {against}{checked}")
 
 
 def _uri(path: str, root: Path) -> str:
