@@ -28,7 +28,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from pdcensus.advice.cpp_rules import Expr, Refusal, describe, evaluate
-from pdcensus.advice.flags import FLAG_RE, FlagSchema, enum_lists, is_placeholder
+from pdcensus.advice.flags import FLAG_RE, FlagSchema, SchemaKind, enum_lists, is_placeholder
 from pdcensus.advice.catalogue import engines_with_flag
 from pdcensus.advice.knobs import flag_for_env_var
 from pdcensus.advice.model import Severity
@@ -36,6 +36,7 @@ from pdcensus.lint.model import Finding, Snippet
 from pdcensus.lint.promql import query_hits
 
 _NUMBER = re.compile(r"[+-]?\d+(?:\.\d+)?")
+UNPINNED = FlagSchema({}, "no pinned source", SchemaKind.HELP_TEXT)  # lint without --source: vLLM data only
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,7 @@ class Checker:
         self.schema = schema
         self.path = path
         self.metric_names = metric_names
+        self.pinned = schema is not UNPINNED
         self.findings: list[Finding] = []
         self._seen: set[tuple[str, int, int, str]] = set()
 
@@ -176,7 +178,7 @@ class Checker:
             conditional: bool = False) -> FlagUse | None:
         """A ``RADIANCE_*`` variable as the flag it maps to (None for other variables)."""
         flag = flag_for_env_var(name)
-        if flag is None:
+        if flag is None or not self.pinned:
             return None
         if flag not in self.schema:
             self.add("unknown-env-flag", Severity.WARNING, name_at, name,

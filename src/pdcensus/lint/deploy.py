@@ -42,7 +42,8 @@ from pdcensus.lint.checks import Checker, FlagUse
 from pdcensus.lint.model import Snippet
 from pdcensus.lint.promql import MAX_QUERY_STEP_SECONDS, duration_seconds
 from pdcensus.lint.shell import Word, tokenize
-from pdcensus.lint.shell_read import Arg, ShellReader
+from pdcensus.lint.shell import Arg
+from pdcensus.lint.shell_read import ShellReader
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when the wheel has it: same nodes and marks
 _HELM = re.compile(r"\{\{-?\s*(?:\.|\$|include\b|toYaml\b|template\b|if\b|range\b|with\b|end\b|tpl\b|default\b)")

@@ -18,14 +18,15 @@ from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
 from pdcensus.advice.flags import FlagSchema
-from pdcensus.advice.pinned import load_pinned
+from pdcensus.advice.pinned import PinnedSource, load_pinned
 from pdcensus.errors import UsageError
-from pdcensus.lint.checks import Checker
+from pdcensus.lint.checks import UNPINNED, Checker
 from pdcensus.lint.deploy import DeployReader, read_json
 from pdcensus.lint.markdown import read_markdown
 from pdcensus.lint.model import FileKind, Finding, LintReport, Snippet
 from pdcensus.lint.shell_read import ShellReader
 from pdcensus.lint.unit_files import read_dockerfile, read_systemd
+from pdcensus.lint.vllm import load_vllm_flags
 
 _SKIP_DIRS = {".git", ".hg", ".svn", "node_modules", ".venv", "venv", "__pycache__", ".mypy_cache",
               ".pytest_cache", ".tox", ".ruff_cache", "dist", "build", ".eggs"}
@@ -148,11 +149,18 @@ def lint_text(text: str, path: str, kind: FileKind, schema: FlagSchema,
     return checker.sorted()
 
 
-def lint_paths(paths: list[str], source: str, ref: str | None = None, metrics: str | None = None) -> LintReport:
-    """Lint every file under ``paths`` against the pinned source (and the build's metric set)."""
+def lint_paths(paths: list[str], source: str | None, ref: str | None = None,
+               metrics: str | None = None) -> LintReport:
+    """Lint every file under ``paths`` against the pinned source (and the build's metric set).
+
+    Without a ``source`` only vLLM commands are checked (their flags data ships with pdcensus);
+    an engine command of a pinned build is then an info finding saying it was not checked."""
     if not paths:
         raise UsageError("give at least one file or directory to lint")
-    pinned = load_pinned(source, ref)
+    if source is None and ref is not None:
+        raise UsageError("--ref needs --source (the git repository to read it from)")
+    vllm = load_vllm_flags()
+    pinned = load_pinned(source, ref) if source is not None else PinnedSource(UNPINNED, "no pinned source")
     names = metric_names_of(metrics) if metrics else None
     read: list[tuple[str, str, FileKind]] = []
     skipped: list[str] = []
@@ -177,7 +185,7 @@ def lint_paths(paths: list[str], source: str, ref: str | None = None, metrics: s
                          for m in _RECORD.finditer(text)}
     findings = [f for path, text, kind in read for f in lint_text(text, path, kind, pinned.schema, names)]
     return LintReport(tuple(findings), tuple((p, k) for p, _, k in read), pinned.description, pinned.ref,
-                      names is not None, tuple(skipped))
+                      names is not None, tuple(skipped), f"{vllm.label} ({vllm.distribution} parser, pinned data)")
 
 
 def metric_names_of(path: str) -> set[str]:

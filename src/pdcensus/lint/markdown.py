@@ -34,7 +34,8 @@ from markdown_it.token import Token
 from pdcensus.lint.checks import Checker
 from pdcensus.lint.model import Snippet
 from pdcensus.lint.shell import Word, tokenize
-from pdcensus.lint.shell_read import Arg, ShellReader
+from pdcensus.lint.shell import Arg
+from pdcensus.lint.shell_read import ShellReader
 
 _CODE_SPAN = re.compile(r"(`+)(.+?)\1")
 _SHELL_INFOS = {"", "sh", "bash", "shell", "zsh", "ksh", "text", "txt", "console", "shell-session",

@@ -118,13 +118,14 @@ class LintReport:
     ref: str | None = None
     metrics_checked: bool = False
     skipped: tuple[str, ...] = field(default=())
+    vllm: str = ""  # the vLLM flags data vLLM commands were checked against
 
     @property
     def errors(self) -> list[Finding]:
         return [f for f in self.findings if f.severity is Severity.ERROR]
 
     def to_dict(self) -> dict[str, Any]:
-        return {"source": self.source, "ref": self.ref, "metrics_checked": self.metrics_checked,
+        return {"source": self.source, "ref": self.ref, "vllm": self.vllm, "metrics_checked": self.metrics_checked,
                 "files": [{"path": p, "kind": k.value} for p, k in self.files],
                 "skipped": list(self.skipped),
                 "findings": [f.to_dict() for f in self.findings]}

@@ -38,6 +38,11 @@ RULES: dict[str, str] = {
     "query-step-over-30s": "A query step over 30 s (one sample in eight of a 15 s scrape)",
     "bad-duration": "A query step Prometheus's duration grammar refuses (2x, 1h30, 1.5h)",
     "metric-not-exported": "A metric name the build's own metric set does not hold",
+    "ambiguous-flag": "A vLLM option abbreviating several flags (argparse refuses it)",
+    "abbreviated-flag": "A vLLM option accepted only as an abbreviation of a longer flag",
+    "missing-value": "A vLLM flag that takes a value and has none",
+    "unexpected-value": "A value vLLM's parser refuses: =value on a flag taking none, a second positional",
+    "command-not-checked": "A command lint skips on purpose (an engine it has no data for, an unresolved word)",
     "unreadable-yaml": "A YAML file that could not be read (not checked)",
     "unreadable-json": "A JSON file that could not be read (not checked)",
 }
@@ -51,8 +56,10 @@ def render_text(report: LintReport) -> list[str]:
 
 def summary(report: LintReport) -> str:
     checked = "" if report.metrics_checked else " (metric names not checked: give --metrics)"
+    against = report.source if report.ref is not None or report.source != "no pinned source" else \
+        f"{report.vllm} for vLLM commands (no --source: no other engine checked)"
     return (f"{len(report.findings)} finding(s), {len(report.errors)} error(s) in {len(report.files)} "
-            f"file(s) against {report.source}{checked}")
+            f"file(s) against {against}{checked}")
 
 
 def _uri(path: str, root: Path) -> str:
@@ -92,7 +99,7 @@ def render_sarif(report: LintReport, root: Path | None = None) -> dict[str, Any]
                                 "rules": rules}},
             "originalUriBaseIds": {"%SRCROOT%": {"uri": base.resolve().as_uri() + "/"}},
             "results": results,
-            "properties": {"pinnedSource": report.source, "ref": report.ref,
+            "properties": {"pinnedSource": report.source, "ref": report.ref, "vllmFlags": report.vllm,
                            "metricsChecked": report.metrics_checked},
         }],
     }

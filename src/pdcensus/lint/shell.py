@@ -1,5 +1,7 @@
 """Shell words as the shell reads them, each with its offset: quotes, expansions, arrays, heredocs.
 
+A command's word travels on as an :class:`Arg` (its text, the snippet and offset it was read at).
+
 Serve scripts hide the flags a runbook warns about: ``ARGS="$ARGS --prefill-interleave 2"``,
 ``args+=(--checkpoint-policy tip-only)``, ``${DEBUG:+--prefill-span 4}``, continuation
 lines. Every finding needs the word's line and column, so the tokenizer must keep offsets.
@@ -23,6 +25,8 @@ import functools
 import re
 import shlex
 from dataclasses import dataclass
+
+from pdcensus.lint.model import Snippet
 
 RUN_VALUE_OPTIONS = {  # `podman run`/`docker run` options that take a value (the image follows them)
     "-e", "--env", "--env-file", "-v", "--volume", "-p", "--publish", "--name", "-w", "--workdir",
@@ -67,6 +71,24 @@ class Heredoc:
 
 
 Token = Word | Op | Heredoc
+
+
+@dataclass(frozen=True)
+class Arg:
+    """A word of a command, with the snippet and offset it was read at."""
+
+    raw: str
+    snippet: Snippet
+    start: int
+    conditional: bool = False
+    literal: str | None = None  # an argv element as a manifest lists it: no shell quoting
+
+    @property
+    def value(self) -> str:
+        return self.literal if self.literal is not None else unquote(self.raw)
+
+    def at(self, offset: int = 0) -> tuple[int, int]:
+        return self.snippet.position(self.start + offset)
 
 
 @functools.lru_cache(maxsize=4096)

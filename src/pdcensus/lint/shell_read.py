@@ -32,9 +32,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pdcensus.advice.knobs import flag_for_env_var
+from pdcensus.advice.model import Severity
 from pdcensus.lint.checks import Checker, FlagUse
+from pdcensus.lint.containers import container_run, image_argv, kubectl_run
+from pdcensus.lint.vllm_commands import OTHER_ENGINES, check_vllm, python_module, via_variable, vllm_cli
 from pdcensus.lint.model import Snippet
-from pdcensus.lint.shell import RUN_VALUE_OPTIONS, Heredoc, Word, commands, function_spans, is_assignment, tokenize, unquote
+from pdcensus.lint.shell import Arg, Heredoc, Word, commands, function_spans, is_assignment, tokenize, unquote
 
 NON_ENGINE = frozenset({
     "curl", "wget", "kubectl", "tr", "grep", "egrep", "fgrep", "sed", "awk", "promtool", "prometheus",
@@ -65,24 +68,6 @@ _ENV_LINE = re.compile(r"^\s*(?:export\s+)?(RADIANCE_[A-Z0-9_]+)=(.*)$", re.M)
 _NEGATIVE = re.compile(r"-\d+(?:\.\d+)?")  # a negative value, not an option
 
 
-@dataclass(frozen=True)
-class Arg:
-    """A word of a command, with the snippet and offset it was read at."""
-
-    raw: str
-    snippet: Snippet
-    start: int
-    conditional: bool = False
-    literal: str | None = None  # an argv element as a manifest lists it: no shell quoting
-
-    @property
-    def value(self) -> str:
-        return self.literal if self.literal is not None else unquote(self.raw)
-
-    def at(self, offset: int = 0) -> tuple[int, int]:
-        return self.snippet.position(self.start + offset)
-
-
 @dataclass
 class _Assignment:
     args: list[Arg]
@@ -96,6 +81,7 @@ class ShellReader:
     checker: Checker
     assignments: dict[str, list[_Assignment]] = field(default_factory=dict)
     engine: list[tuple[list[Arg], list[FlagUse]]] = field(default_factory=list)
+    vllm: list[tuple[list[Arg], str]] = field(default_factory=list)  # vLLM argv, how it was spelled
     engine_vars: set[str] = field(default_factory=set)
     other_vars: set[str] = field(default_factory=set)
     heredoc: Callable[[Snippet], bool] | None = None  # reads a heredoc that writes a unit, manifest...
@@ -129,7 +115,7 @@ class ShellReader:
         else:
             into.append(use)
 
-    def _assign(self, arg: Arg, env: list[FlagUse] | None) -> None:
+    def assign(self, arg: Arg, env: list[FlagUse] | None) -> None:
         eq = arg.raw.index("=")
         name = re.sub(r"\[.*$", "", arg.raw[:eq].rstrip("+"))
         raw = arg.raw[eq + 1:]
@@ -158,35 +144,31 @@ class ShellReader:
         env = [] if env is None else env
         i = 0
         while i < len(args) and is_assignment(args[i].raw):
-            self._assign(args[i], env)
+            self.assign(args[i], env)
             i += 1
         if i >= len(args):
-            self._flush_env(env)
+            self.flush_env(env)
             return
         program = args[i].value.rsplit("/", 1)[-1]
         if program in self.forwarders:  # launch() { exec radiance serve ... "$@"; }; launch --flag v
-            self._engine(args[i + 1:], env)
+            self.engine_argv(args[i + 1:], env)
             return
         if program in {"$", "%"}:  # a prompt copied with the command
             self.command(args[i + 1:], env)
             return
-        if program == "kubectl" and "--" in [a.value for a in args[i:]] and args[i + 1:i + 2] \
-                and args[i + 1].value in {"run", "create", "debug"}:
-            values = [a.value for a in args[i:]]
-            image = next((v.split("=", 1)[1] for v in values if v.startswith("--image=")), None)
-            self.image_argv(args[i + values.index("--") + 1:], env, image)
+        if program == "kubectl" and kubectl_run(self, args[i:], env):
             return
         if program in {"export", "declare", "typeset", "local", "readonly"}:
             for arg in args[i + 1:]:
                 if is_assignment(arg.raw):
-                    self._assign(arg, None)
+                    self.assign(arg, None)
             return
         if program in _PREFIX_ARGS or program in _NEEDS_OPERAND:
             j = i + 1
             takes = _PREFIX_ARGS.get(program, set())
             while j < len(args) and (args[j].value.startswith("-") or (program == "env" and is_assignment(args[j].raw))):
                 if program == "env" and is_assignment(args[j].raw):
-                    self._assign(args[j], env)
+                    self.assign(args[j], env)
                 j += 2 if args[j].value in takes else 1
             j += _NEEDS_OPERAND.get(program, 0)
             self.command(args[j:], env)
@@ -205,54 +187,78 @@ class ShellReader:
                     self.read(_shifted(inner, script, 1 if quoted else 0), script.conditional)
             return
         if program in _CONTAINER:
-            self._container(rest, env)
+            container_run(self, rest, env)
             return
         if program.startswith("python"):
             values = [a.value for a in rest]
-            if "-m" in values[:-1] and values[values.index("-m") + 1].startswith("radiance"):
-                self._engine(rest[values.index("-m") + 2:], env)
+            module = values[values.index("-m") + 1] if "-m" in values[:-1] else ""
+            if module.startswith("radiance"):
+                self.engine_argv(rest[values.index("-m") + 2:], env)
+            elif module:
+                python_module(self, module, args[i], rest[values.index("-m") + 2:], env)
             else:
-                self._other(args)
+                self.other(args)
+            return
+        if program == "vllm":
+            vllm_cli(self, args[i], rest, env)
+            return
+        if program in OTHER_ENGINES and rest:  # a bare name in prose is no command
+            self.not_checked(args[i], f"{program} is an engine whose flags lint does not know")
+            self.other(args)
+            return
+        if via_variable(self, args[i], rest, env):
             return
         if program.startswith("radiance"):
-            self._engine(rest, env)
+            self.engine_argv(rest, env)
             return
         if program in NON_ENGINE or (program.startswith("-") and not _FLAG.fullmatch(program)):
-            self._other(args)
+            self.other(args)
             return
         # an unnamed program (a path, a variable) is the engine when it is given `serve` or a
         # flag the pinned build declares; a plain word (`arm`, `vllm`, output text) never is
         unnamed = "/" in args[i].raw or _ANY_REF.match(args[i].raw.strip("'\"")) is not None
-        if unnamed and ((rest and rest[0].value == "serve") or self._known(rest)):
-            self._engine(rest, env)
+        if unnamed and ((rest and rest[0].value == "serve") or self.known(rest)):
+            self.engine_argv(rest, env)
         else:
-            self._other(args)
+            if unnamed and _ANY_REF.match(args[i].raw.strip("'\"")) and rest and rest[0].value == "serve":
+                self.not_checked(args[i], f"the program {args[i].raw} is a variable lint cannot resolve")
+            self.other(args)
 
     def image_argv(self, argv: list[Arg], env: list[FlagUse], image: str | None = None) -> None:
-        """The argv a container passes to its image's entrypoint: the engine's when it starts with a
-        flag or ``serve`` and the image is radiance's (or unknown), or it passes a declared flag."""
-        ours = image is None or "radiance" in image.lower() or self._known(argv)
-        if argv and (argv[0].value.startswith("-") or argv[0].value == "serve") and ours:
-            self._engine(argv[1:] if argv[0].value == "serve" else argv, env)
-        elif argv:
-            self.command(argv, env)
-        else:
-            self._flush_env(env)
+        image_argv(self, argv, env, image)
 
-    def _known(self, argv: list[Arg]) -> bool:
+    def known(self, argv: list[Arg]) -> bool:
         """True when an argv passes a flag the pinned build declares."""
         return any((m := _FLAG.fullmatch(a.value)) is not None and m.group(1) in self.checker.schema
                    for a in self._flatten(argv, frozenset()))
 
-    def _flush_env(self, env: list[FlagUse]) -> None:
+    def add_vllm(self, argv: list[Arg], form: str) -> None:
+        for arg in argv:
+            self.engine_vars.update(m.group(1) for m in _ANY_REF.finditer(arg.raw))
+        self.vllm.append((argv, form))
+
+    def expand(self, arg: Arg) -> list[list[Arg]] | None:
+        return self._expand(arg, frozenset())
+
+    def flatten(self, argv: list[Arg]) -> list[Arg]:
+        return self._flatten(argv, frozenset())
+
+    def references(self, arg: Arg) -> list[str]:
+        return [m.group(1) for m in _ANY_REF.finditer(arg.raw)]
+
+    def not_checked(self, at: Arg, why: str) -> None:
+        self.checker.add("command-not-checked", Severity.INFO, at.at(), at.value, f"{why}: not checked",
+                         at.conditional)
+
+    def flush_env(self, env: list[FlagUse]) -> None:
         for use in env:
             self.checker.invocation([use])
 
-    def _other(self, args: list[Arg]) -> None:
+    def other(self, args: list[Arg]) -> None:
         for arg in args:
             self.other_vars.update(m.group(1) for m in _ANY_REF.finditer(arg.raw))
 
-    def _engine(self, argv: list[Arg], env: list[FlagUse]) -> None:
+    def engine_argv(self, argv: list[Arg], env: list[FlagUse]) -> None:
         for arg in argv:
             self.engine_vars.update(m.group(1) for m in _ANY_REF.finditer(arg.raw))
         self.engine.append((argv, env))
@@ -260,35 +266,6 @@ class ShellReader:
             for name, lo, hi in self._spans:  # a function that passes its arguments to the engine
                 if lo <= argv[0].start <= hi:
                     self.forwarders.add(name)
-
-    def _container(self, rest: list[Arg], env: list[FlagUse]) -> None:
-        values = [a.value for a in rest]
-        if values[:2] == ["container", "run"] or values[:2] == ["container", "create"]:
-            rest, values = rest[1:], values[1:]
-        if not values or values[0] not in {"run", "create"}:
-            self._other(rest)
-            return
-        j, entrypoint = 1, None
-        while j < len(rest) and values[j].startswith("-"):
-            name, eq, inline = values[j].partition("=")
-            value_arg = None
-            if not eq and name in RUN_VALUE_OPTIONS and j + 1 < len(rest):
-                value_arg = rest[j + 1]
-            elif eq:
-                value_arg = Arg(rest[j].raw[rest[j].raw.index("=") + 1:], rest[j].snippet,
-                                rest[j].start + rest[j].raw.index("=") + 1, rest[j].conditional)
-            if name in {"-e", "--env"} and value_arg is not None and is_assignment(value_arg.raw.strip("'\"")):
-                quoted = 1 if value_arg.raw[:1] in "'\"" else 0
-                self._assign(Arg(value_arg.raw[quoted:len(value_arg.raw) - quoted], value_arg.snippet,
-                                 value_arg.start + quoted, value_arg.conditional), env)
-            if name == "--entrypoint" and value_arg is not None:
-                entrypoint = value_arg
-            j += 2 if not eq and name in RUN_VALUE_OPTIONS else 1
-        after = rest[j + 1:]
-        if entrypoint is not None:
-            self.command([entrypoint, *after], env)
-        else:
-            self.image_argv(after, env, rest[j].value if j < len(rest) else None)
 
     def _expand(self, arg: Arg, seen: frozenset[str]) -> list[list[Arg]] | None:
         """The alternatives a pure variable reference stands for (None when ``arg`` is not one)."""
@@ -374,7 +351,13 @@ class ShellReader:
     def finish(self) -> None:
         """Check every engine invocation, then argv fragments held by variables never expanded."""
         for argv, env in self.engine:
+            if not self.checker.pinned:  # said once per command (where its argv starts)
+                if argv:
+                    self.not_checked(argv[0], "an engine command of a pinned build, and no --source was given")
+                continue
             self.checker.invocation(self.uses(argv) + env)
+        for argv, form in self.vllm:
+            check_vllm(self, argv, form)
         for name, value, at in self.pending_env:
             if name not in self.engine_vars:
                 self._env(name, value, at, None)

@@ -26,7 +26,8 @@ from pdcensus.lint.checks import Checker, FlagUse
 from pdcensus.lint.deploy import decode_with_offsets
 from pdcensus.lint.model import Snippet
 from pdcensus.lint.shell import Word, tokenize
-from pdcensus.lint.shell_read import Arg, ShellReader
+from pdcensus.lint.shell import Arg
+from pdcensus.lint.shell_read import ShellReader
 
 _JSON_STRING = re.compile(r'"((?:\\.|[^"\\])*)"')
 
@@ -90,11 +91,14 @@ def read_dockerfile(text: str, path: str, checker: Checker, shell: ShellReader) 
     cmd: list[Arg] | None = None
     shell_cmd: Snippet | None = None
     env: list[FlagUse] = []
+    base = ""  # the stage's FROM image: a CMD without ENTRYPOINT is its entrypoint's argv
 
     def finish_stage() -> None:
         nonlocal entrypoint, cmd, shell_cmd, env
         if entrypoint is not None:
             shell.command(entrypoint + (cmd or []), env)
+        elif cmd is not None and "vllm" in base.lower():
+            shell.image_argv(cmd, env, base)  # vllm/vllm-openai: ENTRYPOINT ["vllm", "serve"]
         elif cmd is not None:
             shell.command(cmd, env)
         else:
@@ -112,6 +116,8 @@ def read_dockerfile(text: str, path: str, checker: Checker, shell: ShellReader) 
         word, start = m.group(1).upper(), m.end()
         if word == "FROM":
             finish_stage()
+            image = re.match(r"\s*FROM\s+(?:--\S+\s+)*(\S+)", joined, re.I)
+            base = image.group(1) if image else ""
         elif word in {"CMD", "ENTRYPOINT"}:
             argv = _exec_form(snippet, start)
             if argv is None:
@@ -175,8 +181,8 @@ def read_systemd(text: str, path: str, checker: Checker, shell: ShellReader) -> 
                 else:
                     shell.command([Arg(inner, snippet, w.start + quoted)])
         elif key in {"ExecStart", "Exec"}:
-            while start < len(joined) and joined[start] in "-@:+!":
-                start += 1
+            while key == "ExecStart" and start < len(joined) and joined[start] in "-@:+!":
+                start += 1  # systemd's executable prefixes; Quadlet's Exec= is the image's argv as is
             execs.append((key if section != "Container" else "Exec", snippet, start))
     if not execs:
         for use in env:
