@@ -24,10 +24,12 @@ def lint(
     paths: Annotated[list[str], typer.Argument(help="Files and directories to check: runbooks (Markdown), serve "
                                                "scripts, Kubernetes/Helm/compose YAML, Dockerfiles, systemd "
                                                "units, rules files, Grafana dashboards.")],
-    source: Annotated[str, typer.Option("--source", envvar="PDCENSUS_SOURCE",
-                                        help="Pinned source: core/config.cpp-shaped C++ or --help text, "
-                                        "a directory holding core/config.cpp (or a sim output dir), a git "
-                                        "repository (with --ref), or a source tarball.")],
+    source: Annotated[Optional[str], typer.Option("--source", envvar="PDCENSUS_SOURCE",
+                                                  help="Pinned source: core/config.cpp-shaped C++ or --help text, "
+                                                  "a directory holding core/config.cpp (or a sim output dir), a git "
+                                                  "repository (with --ref), or a source tarball. Optional: without "
+                                                  "it only vLLM commands are checked (against the shipped vLLM "
+                                                  "0.32.0 flags data).")] = None,
     ref: Annotated[Optional[str], typer.Option("--ref", envvar="PDCENSUS_REF", help="Git tag or commit of --source "
                                                "to read core/config.cpp from (git show REF:core/config.cpp).")] = None,
     metrics: Annotated[Optional[str], typer.Option("--metrics", help="A scrape or recording of the pinned build: "
