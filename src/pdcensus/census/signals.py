@@ -36,6 +36,7 @@ from pdcensus.census.usable import LeftOut, bounded_rate
 from pdcensus.series.engine_ledger import ledger_increases, term_increases
 from pdcensus.series.llamacpp import census_overrides as llamacpp_overrides
 from pdcensus.series.model import Endpoint
+from pdcensus.series.vllm_steps import CountedSteps, counted_ledger, counted_steps
 from pdcensus.series.profiles import (
     COUNTER_SIGNALS,
     HISTOGRAM_SIGNALS,
@@ -84,6 +85,9 @@ class ShapeSignals:
     prefill_progress: PrefillProgress | None = None
     # requests finished per interval (vllm:request_success_total), for pdcensus.census.guards
     finished_requests: np.ndarray | None = None
+    # vLLM: counted steps and the intervals that carried prefill (pdcensus.series.vllm_steps)
+    counted_steps: CountedSteps | None = None
+    chunk_intervals: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -202,8 +206,38 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
                                   gauges.get(Signal.WAITING), finished, Signal.ITERATION_TOKENS in histograms)
         prefill, _ = bounded_rate(progress.tokens_per_second, "reconstructed prefill rate")
         basis = progress.basis
+    steps, chunk = _vllm_counted(profile, endpoint, rows, dt, increases, gauges, prefill, histograms)
     return ShapeSignals(times, dt, scrape_interval_seconds, profile, names, gauges, increases, histograms,
-                        decode, prefill, from_counters, tuple(left_out), basis, progress, finished)
+                        decode, prefill, from_counters, tuple(left_out), basis, progress, finished, steps, chunk)
+
+
+def _vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np.ndarray,
+                  increases: dict[Signal, np.ndarray], gauges: dict[Signal, np.ndarray], prefill: np.ndarray | None,
+                  histograms: dict[Signal, Histogram]) -> tuple[CountedSteps | None, np.ndarray | None]:
+    """vLLM with the step count and the inter-token histogram: the counted step ledger.
+
+    An interval carried prefill if the prefill signal puts tokens in it, a prompt was counted
+    at its end, or ``running`` rose (vLLM counts a request running from the step that admits
+    it, prefill included: ``v1/core/sched/scheduler.py`` ``make_stats``). The ledger's four
+    counters go into ``increases`` (``pdcensus.series.vllm_steps.counted_ledger``).
+    """
+    if profile.engine != "vllm" or Signal.ITL not in histograms or Signal.STEPS_DECODE in increases:
+        return None, None
+    steps = counted_steps(endpoint, rows, gauges.get(Signal.RUNNING))
+    if steps is None or not steps.busy.any():
+        return None, None
+    run = np.nan_to_num(gauges.get(Signal.RUNNING, np.zeros(rows.size)))
+    rose = np.concatenate([[False], run[1:] > run[:-1]])
+    prompt = increases.get(Signal.PROMPT_TOKENS)
+    chunk = rose | (np.nan_to_num(prompt) > 0 if prompt is not None else False)
+    if prefill is not None:
+        chunk = chunk | (np.nan_to_num(prefill) > 0)
+    ledger = counted_ledger(steps, dt, chunk)
+    increases[Signal.STEPS] = ledger["steps"]
+    increases[Signal.STEPS_DECODE] = ledger["decode_steps"]
+    increases[Signal.STEP_SECONDS] = ledger["step_seconds"]
+    increases[Signal.STEP_SECONDS_DECODE] = ledger["decode_step_seconds"]
+    return steps, chunk
 
 
 def _counter_basis(profile: Profile, prompt_term: bool) -> PrefillBasis:
