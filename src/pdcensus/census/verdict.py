@@ -128,6 +128,8 @@ def detect(x: VerdictInputs) -> dict[Mechanism, Detection]:
             sharing = sharing if sharing.value_interval[1] < COLLAPSE_RATIO * tail else None
         if sharing is not None:
             by_rate = sharing.signature is not Signature.DOSE_RESPONSE and np.isfinite(x.lag0_effect[0])
+            if x.depth_from_steps and sharing.signature is Signature.CHUNK_STEP_COLLAPSE:
+                by_rate = False  # counted steps: a 1 s scrape's rate mixes chunk and decode-only steps
             depth = float(x.lag0_effect[0]) if by_rate else sharing.value
             depth_iv = interval(x.lag0_effect) if by_rate else sharing.value_interval
             out[Mechanism.STEP_TIME_SHARING] = Detection(sharing, sharing_hits, _sharing_loss(x), depth, depth_iv,

@@ -48,6 +48,9 @@ class VerdictInputs:
     baseline_prefill_free_share: float = 1.0
     # per-replicate readings that find sharing apart from the lag-0 contrast
     ledger_depth: np.ndarray | None = None  # mean decode-only step / mean chunk step beside decoders
+    # vLLM's counted step ledger (pdcensus.series.vllm_steps): sharing's depth is the counted steps' ratio and
+    # how often it acts is the share of decoders' time in step spans that carried prefill, not the rate buckets'
+    depth_from_steps: bool = False
     dose_stall: np.ndarray | None = None  # seconds of decode stall per prefill token
     dose_depth: np.ndarray | None = None  # fitted per-stream ratio at the busy intervals' prefill level
     # how often each acts: share of decoders' time in busy scrapes, in the tail, in bursts
