@@ -185,7 +185,8 @@ def preemption_bursts(
 
 
 def resume_gap_loss(loss: PreemptionLoss, increases: np.ndarray | None, steps: CountedSteps | None,
-                    chunk: np.ndarray | None, w: np.ndarray) -> PreemptionLoss:
+                    chunk: np.ndarray | None, w: np.ndarray, running: np.ndarray | None,
+                    interval_seconds: np.ndarray) -> PreemptionLoss:
     """vLLM: the stalled time read from the inter-token histogram, where it exists.
 
     vLLM counts a preemption when the preempted request emits its next token (``num_preemptions``
@@ -195,12 +196,17 @@ def resume_gap_loss(loss: PreemptionLoss, increases: np.ndarray | None, steps: C
     however long it was. The stall is that sum beyond the clean pace (seconds per token in busy
     intervals with neither prefill nor preemption) times its tokens; the share is over all of
     decoders' inter-token time (stalled sequences included, which ``running`` leaves out).
+
+    Read only where the histogram holds inter-token time beyond the running sequences' time
+    (``sum > running x seconds``): a preempted sequence waits outside ``running``, so a histogram
+    that carries its stalls must exceed it; one that does not (an exporter observing per step, no
+    stall) leaves the loss as it was.
     """
-    if increases is None or steps is None or steps.itl_seconds is None or steps.itl_tokens is None:
+    if increases is None or steps is None or steps.itl_seconds is None or steps.itl_tokens is None or running is None:
         return loss
     s, c = np.nan_to_num(steps.itl_seconds), np.nan_to_num(steps.itl_tokens)
     counted = np.nan_to_num(increases) > 0
-    if not counted.any():
+    if not counted.any() or s.sum() <= float((np.nan_to_num(running) * np.nan_to_num(interval_seconds)).sum()):
         return loss
     marked = span_mask(steps, chunk) if chunk is not None else np.zeros(s.size, bool)
     clean = steps.busy & ~counted & ~marked

@@ -169,7 +169,8 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     preemption, ploss = preemption_bursts(s.times, s.increase(Signal.PREEMPTIONS), decode, prefill, a,
                                           s.gauge(Signal.PREEMPTED_DEPTH), running, s.interval_seconds, W, pre_name,
                                           waiting=s.gauge(Signal.WAITING))
-    ploss = resume_gap_loss(ploss, s.increase(Signal.PREEMPTIONS), s.counted_steps, s.chunk_intervals, W)
+    ploss = resume_gap_loss(ploss, s.increase(Signal.PREEMPTIONS), s.counted_steps, s.chunk_intervals, W, running,
+                            s.interval_seconds)
     ttft_hist = s.histograms.get(Signal.TTFT)
     basis = ("counter increase / interval (interval means, not same-scrape gauges)" if s.rates_from_counters
              else "same-scrape gauges")
