@@ -91,7 +91,8 @@ def span_mask(cs: CountedSteps, mask: np.ndarray) -> np.ndarray:
     marked = np.asarray(mask, dtype=bool) & cs.busy
     by_span = np.zeros(len(cs.span), dtype=bool)
     np.logical_or.at(by_span, cs.span, marked)
-    return (by_span[cs.span] | marked) & cs.busy
+    out: np.ndarray = (by_span[cs.span] | marked) & cs.busy
+    return out
 
 
 def counted_ledger(cs: CountedSteps, interval_seconds: np.ndarray,
