@@ -233,6 +233,8 @@ def _vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np
     if prefill is not None:
         chunk = chunk | (np.nan_to_num(prefill) > 0)
     ledger = counted_ledger(steps, dt, chunk)
+    if not np.nansum(ledger["decode_steps"]) > 0:  # prefill in every busy interval: no decode-only step to time
+        return None, None
     increases[Signal.STEPS] = ledger["steps"]
     increases[Signal.STEPS_DECODE] = ledger["decode_steps"]
     increases[Signal.STEP_SECONDS] = ledger["step_seconds"]
