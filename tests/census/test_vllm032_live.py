@@ -75,7 +75,19 @@ def test_preemption_run_reads_the_stalls_from_the_resume_gaps() -> None:
     assert shape.losses is not None and shape.losses.preemption_stall_basis.startswith("inter-token gaps ended")
 
 
-@pytest.mark.parametrize("name", ["sharing-default", "preemption"])
+def test_small_budget_run_depth_and_loss_match_the_clients() -> None:
+    # --max-num-batched-tokens 512: a 3,000-token prompt runs six chunk steps of ~8 s; its middle
+    # chunks move no counter, the admitted-not-done balance marks them
+    rec = load_source(FIXTURES / "sharing-small.om.gz")
+    v, truth = census_recording(rec)[0].verdict, _truth("sharing-small")
+    assert v.mechanism is Mechanism.STEP_TIME_SHARING and v.confidence >= 0.7
+    sharing = next(f for f in v.found if f.mechanism is Mechanism.STEP_TIME_SHARING)
+    assert _close(sharing.loss_share, float(truth["decode_time_lost_share"]))  # type: ignore[arg-type]
+    assert _close(sharing.depth, float(truth["ratio"]))  # type: ignore[arg-type]
+    assert any(e.rule == "itl-depth" and e.value == sharing.depth for e in v.evidence)
+
+
+@pytest.mark.parametrize("name", ["sharing-default", "sharing-small", "preemption"])
 def test_no_cap_for_missing_step_counters_where_they_are_counted(name: str) -> None:
     rec = load_source(FIXTURES / f"{name}.om.gz")
     v = census_recording(rec)[0].verdict

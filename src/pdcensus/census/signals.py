@@ -230,6 +230,9 @@ def _vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np
     rose = np.concatenate([[False], run[1:] > run[:-1]])
     prompt = increases.get(Signal.PROMPT_TOKENS)
     chunk = rose | (np.nan_to_num(prompt) > 0 if prompt is not None else False)
+    queries = term_increases(endpoint, rows, LedgerTerm((VLLM_PREFIX_CACHE_QUERIES,)))
+    if queries is not None and prompt is not None:
+        chunk = chunk | admitted_not_done(queries, prompt)
     if prefill is not None:
         chunk = chunk | (np.nan_to_num(prefill) > 0)
     ledger = counted_ledger(steps, dt, chunk)
@@ -240,6 +243,25 @@ def _vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np
     increases[Signal.STEP_SECONDS] = ledger["step_seconds"]
     increases[Signal.STEP_SECONDS_DECODE] = ledger["decode_step_seconds"]
     return steps, chunk
+
+
+def admitted_not_done(queries: np.ndarray, prompt: np.ndarray) -> np.ndarray:
+    """Per interval, whether prompt tokens were admitted and not yet counted as done.
+
+    vLLM 0.32 counts a prompt's prefix-cache lookup once, when the scheduler admits it
+    (``v1/core/sched/scheduler.py`` l. 1314-1318), and the prompt when its first token comes: the
+    tokens between the two are a prefill in progress, its middle chunks included (which move no
+    counter). A running balance floored at zero (a window that opens mid-prefill owes nothing).
+    """
+    q, p = np.nan_to_num(queries), np.nan_to_num(prompt)
+    pending = np.zeros(q.size)
+    level = 0.0
+    for i in range(q.size):
+        before = level
+        level = max(0.0, level + q[i] - p[i])
+        pending[i] = max(before, level)  # pending at either end of the interval
+    out: np.ndarray = pending > 0
+    return out
 
 
 def _counter_basis(profile: Profile, prompt_term: bool) -> PrefillBasis:

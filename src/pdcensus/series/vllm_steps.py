@@ -115,18 +115,22 @@ def counted_ledger(cs: CountedSteps, interval_seconds: np.ndarray,
     }
 
 
-def itl_depth(cs: CountedSteps, chunk: np.ndarray) -> tuple[float, float, int, int]:
+def itl_depth(cs: CountedSteps, chunk: np.ndarray,
+              exclude: np.ndarray | None = None) -> tuple[float, float, int, int]:
     """Per-token pace while prefill ran / without, from the inter-token histogram over spans.
 
     Returns ``(ratio, lost_share, chunk_tokens, clean_tokens)``: ratio is tokens per second of
     decoders' waiting in chunk spans over the same in prefill-free spans (the clients' depth);
     lost_share the waiting in chunk spans beyond the clean pace, as a share of all waiting.
-    NaN where either side has no token.
+    NaN where either side has no token. ``exclude``: intervals left out of both sides (where
+    preemptions are counted, their gaps are stalls, not steps).
     """
     if cs.itl_seconds is None or cs.itl_tokens is None:
         return float("nan"), float("nan"), 0, 0
     marked = span_mask(cs, chunk)
     ok = cs.busy & np.isfinite(cs.itl_seconds) & np.isfinite(cs.itl_tokens)
+    if exclude is not None:
+        ok &= ~np.asarray(exclude, dtype=bool)
     s, c = np.where(ok, cs.itl_seconds, 0.0), np.where(ok, cs.itl_tokens, 0.0)
     s_in, c_in = float(s[marked].sum()), float(c[marked].sum())
     s_out, c_out = float(s[~marked].sum()), float(c[~marked].sum())
