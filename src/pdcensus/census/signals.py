@@ -36,7 +36,6 @@ from pdcensus.census.usable import LeftOut, bounded_rate
 from pdcensus.series.engine_ledger import ledger_increases, term_increases
 from pdcensus.series.llamacpp import census_overrides as llamacpp_overrides
 from pdcensus.series.model import Endpoint
-from pdcensus.series.vllm_steps import CountedSteps, counted_ledger, counted_steps
 from pdcensus.series.profiles import (
     COUNTER_SIGNALS,
     HISTOGRAM_SIGNALS,
@@ -51,6 +50,11 @@ from pdcensus.series.profiles import (
     Profile,
     Signal,
 )
+from pdcensus.series.vllm_steps import CountedSteps, counted_ledger, counted_steps
+
+# as pdcensus.census.ledger.MIN_REFERENCE_INTERVALS (which imports this module): fewer decode-only intervals
+# than this give no undisturbed step, and a counted ledger without one would charge all chunk time to sharing
+MIN_REFERENCE_INTERVALS = 10
 
 
 @dataclass(frozen=True)
@@ -236,8 +240,8 @@ def _vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np
     if prefill is not None:
         chunk = chunk | (np.nan_to_num(prefill) > 0)
     ledger = counted_ledger(steps, dt, chunk)
-    if not np.nansum(ledger["decode_steps"]) > 0:  # prefill in every busy interval: no decode-only step to time
-        return None, None
+    if int((np.nan_to_num(ledger["decode_steps"]) > 0).sum()) < MIN_REFERENCE_INTERVALS:
+        return None, None  # prefill in (nearly) every busy interval: too few decode-only steps to time
     increases[Signal.STEPS] = ledger["steps"]
     increases[Signal.STEPS_DECODE] = ledger["decode_steps"]
     increases[Signal.STEP_SECONDS] = ledger["step_seconds"]
