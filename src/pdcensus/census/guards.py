@@ -23,7 +23,8 @@ contrast rests on, and each break has a measurable signature:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 from enum import Enum
 
 import numpy as np
@@ -293,3 +294,18 @@ def history_observed(times: np.ndarray, lookback_seconds: float, window: WindowS
     """
     t = np.asarray(times, dtype=np.float64)
     return np.asarray((t - window.observed_from >= lookback_seconds) & (t <= window.observed_until))
+
+
+def counted_limits(limits: VerdictLimits, inflation_after: float) -> VerdictLimits:
+    """The limits once vLLM's counted step ledger ran (``pdcensus.series.vllm_steps``).
+
+    The claim then rests on steps counted per interval, not on the prompt counter's lumps, so a
+    contrast above one from those lumps no longer limits it; and where decode-only steps after
+    prefill were measured against the undisturbed step (``inflation_after`` finite), residency
+    was tested on the steps themselves, so a window too short for the lag test no longer does.
+    """
+    drop = {GuardReason.CONTRAST_ABOVE_ONE}
+    if math.isfinite(inflation_after):
+        drop.add(GuardReason.WINDOW_TOO_SHORT_FOR_TAIL)
+    kept = tuple(r for r in limits.reasons if r not in drop)
+    return replace(limits, reasons=kept, max_confidence=limits.max_confidence if kept else 1.0)

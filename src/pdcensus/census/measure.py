@@ -26,6 +26,7 @@ from pdcensus.census.signals import Histogram, ShapeSignals
 from pdcensus.census.ttft import summed_quantile
 from pdcensus.census.verdict_inputs import VerdictInputs
 from pdcensus.series.profiles import Signal
+from pdcensus.series.vllm_steps import itl_depth, span_mask
 
 # A burst lines up with a stall when decode at the burst is this far below its bucket's
 # baseline, or prefill (the re-prefill from token 0) this far above its mean.
@@ -157,6 +158,14 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
     uncontrolled = bool(
         (after is not None and _lower(after) > INFLATION_MARGIN)
         or (m.tail_ran and np.isfinite(m.tail_effect[0]) and interval(m.tail_effect)[1] < TAIL_EFFECT_MARGIN))
+    steps_spans = None
+    felt, felt_tokens = float("nan"), (0, 0)
+    if s.counted_steps is not None and s.chunk_intervals is not None and excess is not None:
+        steps_spans = span_mask(s.counted_steps, s.chunk_intervals)
+        preempted = s.increase(Signal.PREEMPTIONS)
+        felt, _, c_in, c_out = itl_depth(s.counted_steps, s.chunk_intervals,
+                                         None if preempted is None else np.nan_to_num(preempted) > 0)
+        felt_tokens = (c_in, c_out)
     return VerdictInputs(
         shape_proven=m.proven, shape_reason=m.shape_reason, samples=int(valid.sum()), idle_samples=int(idle.sum()),
         busy_samples=int(busy.sum()), has_ledger=excess is not None, ledger_chunk_steps=chunk_steps_beside,
@@ -170,7 +179,8 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         baseline_prefill_free_share=float((s.prefill_tokens_per_second[idle] <= IDLE_FLOOR_TOKENS_PER_SECOND).mean())
         if idle.any() and s.prefill_tokens_per_second is not None else 1.0,
         ledger_depth=ledger_depth, dose_stall=m.dose.stall_seconds_per_token, dose_depth=m.dose.depth_at_top,
-        busy_share=_share(busy, wdec), tail_share=_share(tail, wdec), burst_share=_share(burst & valid, wdec),
+        depth_from_steps=steps_spans is not None and ledger_depth is not None, itl_depth=felt, itl_tokens=felt_tokens,
+        busy_share=_share(busy if steps_spans is None else steps_spans & valid, wdec), tail_share=_share(tail, wdec), burst_share=_share(burst & valid, wdec),
         preemption_depth=pre.decode_dip if pre.decode_dip < 1.0 else float("nan"),
         itl_busy_ratio=_itl_ratio(itl, assignment.busy, assignment.idle), itl_tail_ratio=_itl_ratio(itl, hist.tail, hist.clean),
         itl_burst_ratio=_itl_ratio(itl, burst, ~burst),

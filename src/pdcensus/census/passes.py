@@ -39,6 +39,10 @@ def _ledger_pass(ledger: LedgerResult, profile: Profile) -> PassRecord:
     spec = ledger_spec(profile)
     if ledger.available and ledger.partial:
         return PassRecord("ledger", True, 1.0, ledger.reason)
+    if ledger.available and profile.engine == "vllm":
+        return PassRecord("ledger", True, 1.0, "counted step ledger (pdcensus.series.vllm_steps): steps from "
+                                              "vllm:iteration_tokens_total_count, step time from the busy scrapes' wall "
+                                              "time, decode-only steps in step spans without prefill; no held-step counter")
     if ledger.available:
         held = ("held steps" if LedgerQuantity.HELD_STEPS in spec.terms else
                 "no held-step counter (nothing like --prefill-interleave is counted)")

@@ -28,6 +28,7 @@ import numpy as np
 from pdcensus.census.bootstrap import weighted_ratio
 from pdcensus.census.buckets import BucketAssignment
 from pdcensus.census.model import Burst, PreemptionResult
+from pdcensus.series.vllm_steps import CountedSteps, span_mask
 
 # Intervals with increases at most this many scrapes apart belong to one burst.
 BURST_JOIN_SCRAPES = 2
@@ -46,6 +47,7 @@ class StallBasis(str, Enum):
     DECODE_DEFICIT = "decode-deficit"  # deficit at burst scrapes only: a lower bound
     WAITING_QUEUE = "waiting-queue"  # the queue's excess after bursts: may overstate
     UNMEASURABLE = "unmeasurable"
+    RESUME_GAPS = "resume-gaps"  # vLLM: the inter-token gaps that end where preemptions are counted
 
 
 @dataclass(frozen=True)
@@ -180,3 +182,39 @@ def preemption_bursts(
     result = PreemptionResult(True, "ran", float(inc.sum()), tuple(bursts), dip, spike, depth_max, depth_mean,
                               tuple(float(t) for t in times), tuple(float(x) for x in np.nan_to_num(increases)))
     return result, PreemptionLoss(share, basis, kind, in_burst)
+
+
+def resume_gap_loss(loss: PreemptionLoss, increases: np.ndarray | None, steps: CountedSteps | None,
+                    chunk: np.ndarray | None, w: np.ndarray, running: np.ndarray | None,
+                    interval_seconds: np.ndarray) -> PreemptionLoss:
+    """vLLM: the stalled time read from the inter-token histogram, where it exists.
+
+    vLLM counts a preemption when the preempted request emits its next token (``num_preemptions``
+    moves with that output's events), and that same output observes the request's inter-token gap
+    since its last token before the preemption (``vllm/v1/metrics/stats.py`` l. 548-552): the
+    histogram's ``_sum`` in the intervals where preemptions are counted holds every stall whole,
+    however long it was. The stall is that sum beyond the clean pace (seconds per token in busy
+    intervals with neither prefill nor preemption) times its tokens; the share is over all of
+    decoders' inter-token time (stalled sequences included, which ``running`` leaves out).
+
+    Read only where the histogram holds inter-token time beyond the running sequences' time
+    (``sum > running x seconds``): a preempted sequence waits outside ``running``, so a histogram
+    that carries its stalls must exceed it; one that does not (an exporter observing per step, no
+    stall) leaves the loss as it was.
+    """
+    if increases is None or steps is None or steps.itl_seconds is None or steps.itl_tokens is None or running is None:
+        return loss
+    s, c = np.nan_to_num(steps.itl_seconds), np.nan_to_num(steps.itl_tokens)
+    counted = np.nan_to_num(increases) > 0
+    if not counted.any() or s.sum() <= float((np.nan_to_num(running) * np.nan_to_num(interval_seconds)).sum()):
+        return loss
+    marked = span_mask(steps, chunk) if chunk is not None else np.zeros(s.size, bool)
+    clean = steps.busy & ~counted & ~marked
+    if c[clean].sum() <= 0:
+        return loss
+    pace = float(s[clean].sum() / c[clean].sum())
+    stall = np.where(counted, np.clip(s - c * pace, 0.0, None), 0.0)
+    share = weighted_ratio(w, stall, s)
+    basis = (f"inter-token gaps ended where preemptions were counted, beyond the clean pace ({1000 * pace:.0f} ms "
+             "per token), over all inter-token time")
+    return PreemptionLoss(share, basis, StallBasis.RESUME_GAPS, loss.active)

@@ -22,14 +22,14 @@ from pdcensus.census.buckets import (
 )
 from pdcensus.census.client_felt import ClientFelt, client_felt
 from pdcensus.census.dose import dose_response, ledger_stall_ms_per_1k
-from pdcensus.census.guards import GuardReason, history_observed, shape_guards, verdict_limits
+from pdcensus.census.guards import GuardReason, counted_limits, history_observed, shape_guards, verdict_limits
 from pdcensus.census.lag import TAIL_WINDOW_SECONDS, history, lag_test
 from pdcensus.census.ledger import LedgerExcess, step_ledger
 from pdcensus.census.measure import Measured, verdict_inputs
 from pdcensus.census.model import CensusReport, LedgerResult, LossShares, ShapeResult, Timeline
 from pdcensus.census.overload import detect_overload
 from pdcensus.census.passes import runbook_passes
-from pdcensus.census.preemption import preemption_bursts
+from pdcensus.census.preemption import preemption_bursts, resume_gap_loss
 from pdcensus.census.prefill_progress import PrefillBasis
 from pdcensus.census.sanity import check_ledger, check_shares
 from pdcensus.census.shape import choose_segment, split_shapes
@@ -158,6 +158,8 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     W = bootstrap.weights(s.n, bootstrap.block_length(hist.heavy.astype(float)), options.replicates)
 
     ledger, excess = step_ledger(s, a, hist)
+    if s.counted_steps is not None and excess is not None:
+        limits = counted_limits(limits, ledger.decode_step_inflation_after_prefill)
     broken = check_ledger(s, p) if excess is not None else ()
     if broken:  # numbers that cannot be true never reach a verdict
         ledger = LedgerResult(False, "withheld: " + "; ".join(b.text for b in broken))
@@ -167,6 +169,8 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     preemption, ploss = preemption_bursts(s.times, s.increase(Signal.PREEMPTIONS), decode, prefill, a,
                                           s.gauge(Signal.PREEMPTED_DEPTH), running, s.interval_seconds, W, pre_name,
                                           waiting=s.gauge(Signal.WAITING))
+    ploss = resume_gap_loss(ploss, s.increase(Signal.PREEMPTIONS), s.counted_steps, s.chunk_intervals, W, running,
+                            s.interval_seconds)
     ttft_hist = s.histograms.get(Signal.TTFT)
     basis = ("counter increase / interval (interval means, not same-scrape gauges)" if s.rates_from_counters
              else "same-scrape gauges")

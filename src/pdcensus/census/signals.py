@@ -50,6 +50,11 @@ from pdcensus.series.profiles import (
     Profile,
     Signal,
 )
+from pdcensus.series.vllm_steps import CountedSteps, counted_ledger, counted_steps
+
+# as pdcensus.census.ledger.MIN_REFERENCE_INTERVALS (which imports this module): fewer decode-only intervals
+# than this give no undisturbed step, and a counted ledger without one would charge all chunk time to sharing
+MIN_REFERENCE_INTERVALS = 10
 
 
 @dataclass(frozen=True)
@@ -84,6 +89,9 @@ class ShapeSignals:
     prefill_progress: PrefillProgress | None = None
     # requests finished per interval (vllm:request_success_total), for pdcensus.census.guards
     finished_requests: np.ndarray | None = None
+    # vLLM: counted steps and the intervals that carried prefill (pdcensus.series.vllm_steps)
+    counted_steps: CountedSteps | None = None
+    chunk_intervals: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -202,8 +210,62 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
                                   gauges.get(Signal.WAITING), finished, Signal.ITERATION_TOKENS in histograms)
         prefill, _ = bounded_rate(progress.tokens_per_second, "reconstructed prefill rate")
         basis = progress.basis
+    steps, chunk = _vllm_counted(profile, endpoint, rows, dt, increases, gauges, prefill, histograms)
     return ShapeSignals(times, dt, scrape_interval_seconds, profile, names, gauges, increases, histograms,
-                        decode, prefill, from_counters, tuple(left_out), basis, progress, finished)
+                        decode, prefill, from_counters, tuple(left_out), basis, progress, finished, steps, chunk)
+
+
+def _vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np.ndarray,
+                  increases: dict[Signal, np.ndarray], gauges: dict[Signal, np.ndarray], prefill: np.ndarray | None,
+                  histograms: dict[Signal, Histogram]) -> tuple[CountedSteps | None, np.ndarray | None]:
+    """vLLM with the step count and the inter-token histogram: the counted step ledger.
+
+    An interval carried prefill if the prefill signal puts tokens in it, a prompt was counted
+    at its end, or ``running`` rose (vLLM counts a request running from the step that admits
+    it, prefill included: ``v1/core/sched/scheduler.py`` ``make_stats``). The ledger's four
+    counters go into ``increases`` (``pdcensus.series.vllm_steps.counted_ledger``).
+    """
+    if profile.engine != "vllm" or Signal.ITL not in histograms or Signal.STEPS_DECODE in increases:
+        return None, None
+    steps = counted_steps(endpoint, rows, gauges.get(Signal.RUNNING))
+    if steps is None or not steps.busy.any():
+        return None, None
+    run = np.nan_to_num(gauges.get(Signal.RUNNING, np.zeros(rows.size)))
+    rose = np.concatenate([[False], run[1:] > run[:-1]])
+    prompt = increases.get(Signal.PROMPT_TOKENS)
+    chunk = rose | (np.nan_to_num(prompt) > 0 if prompt is not None else False)
+    queries = term_increases(endpoint, rows, LedgerTerm((VLLM_PREFIX_CACHE_QUERIES,)))
+    if queries is not None and prompt is not None:
+        chunk = chunk | admitted_not_done(queries, prompt)
+    if prefill is not None:
+        chunk = chunk | (np.nan_to_num(prefill) > 0)
+    ledger = counted_ledger(steps, dt, chunk)
+    if int((np.nan_to_num(ledger["decode_steps"]) > 0).sum()) < MIN_REFERENCE_INTERVALS:
+        return None, None  # prefill in (nearly) every busy interval: too few decode-only steps to time
+    increases[Signal.STEPS] = ledger["steps"]
+    increases[Signal.STEPS_DECODE] = ledger["decode_steps"]
+    increases[Signal.STEP_SECONDS] = ledger["step_seconds"]
+    increases[Signal.STEP_SECONDS_DECODE] = ledger["decode_step_seconds"]
+    return steps, chunk
+
+
+def admitted_not_done(queries: np.ndarray, prompt: np.ndarray) -> np.ndarray:
+    """Per interval, whether prompt tokens were admitted and not yet counted as done.
+
+    vLLM 0.32 counts a prompt's prefix-cache lookup once, when the scheduler admits it
+    (``v1/core/sched/scheduler.py`` l. 1314-1318), and the prompt when its first token comes: the
+    tokens between the two are a prefill in progress, its middle chunks included (which move no
+    counter). A running balance floored at zero (a window that opens mid-prefill owes nothing).
+    """
+    q, p = np.nan_to_num(queries), np.nan_to_num(prompt)
+    pending = np.zeros(q.size)
+    level = 0.0
+    for i in range(q.size):
+        before = level
+        level = max(0.0, level + q[i] - p[i])
+        pending[i] = max(before, level)  # pending at either end of the interval
+    out: np.ndarray = pending > 0
+    return out
 
 
 def _counter_basis(profile: Profile, prompt_term: bool) -> PrefillBasis:

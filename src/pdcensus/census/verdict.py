@@ -128,8 +128,13 @@ def detect(x: VerdictInputs) -> dict[Mechanism, Detection]:
             sharing = sharing if sharing.value_interval[1] < COLLAPSE_RATIO * tail else None
         if sharing is not None:
             by_rate = sharing.signature is not Signature.DOSE_RESPONSE and np.isfinite(x.lag0_effect[0])
+            if x.depth_from_steps and sharing.signature is Signature.CHUNK_STEP_COLLAPSE:
+                by_rate = False  # counted steps: a 1 s scrape's rate mixes chunk and decode-only steps
             depth = float(x.lag0_effect[0]) if by_rate else sharing.value
             depth_iv = interval(x.lag0_effect) if by_rate else sharing.value_interval
+            if not by_rate and x.depth_from_steps and np.isfinite(x.itl_depth) and x.itl_depth < 1.0:
+                # what decoders felt, per token (where the histogram shows a loss at all; else the counted ratio)
+                depth, depth_iv = x.itl_depth, (float("nan"), float("nan"))
             out[Mechanism.STEP_TIME_SHARING] = Detection(sharing, sharing_hits, _sharing_loss(x), depth, depth_iv,
                                                          x.busy_share, x.itl_busy_ratio)
     if stall is not None and stall_hits is not None:
@@ -158,6 +163,16 @@ def _evidence(x: VerdictInputs, tests: list[SignatureTest | None]) -> list[Evide
         if t is None:
             continue
         ev.append(Evidence(t.signature.value, t.value, t.threshold, t.found, t.text))
+    if x.depth_from_steps:
+        c_in, c_out = x.itl_tokens
+        felt = float(x.itl_depth) if np.isfinite(x.itl_depth) else None
+        ev.append(Evidence("itl-depth", felt, COLLAPSE_RATIO, bool(felt is not None and felt < COLLAPSE_RATIO),
+                           "decoders' pace (tokens per second of inter-token time, vllm:inter_token_latency_seconds) in "
+                           f"step spans with prefill / without ({c_in} / {c_out} tokens): "
+                           + (f"{felt:.3f}" + (", the depth reported" if felt < 1.0 else
+                                                 ": no slower while prefill ran, so the counted steps' ratio is reported")
+                              if felt is not None else "no token on one side")
+                           + "; chunk-step-collapse is the counted steps' ratio"))
     if x.recovery_effect is None and x.recovery_note:
         ev.append(Evidence(Signature.RECOVERY_SLOPE.value, None, None, False, x.recovery_note))
     for m, reps in ((Mechanism.STEP_TIME_SHARING, _sharing_loss(x)), (Mechanism.EVICTION, x.eviction_loss()),

@@ -48,6 +48,13 @@ class VerdictInputs:
     baseline_prefill_free_share: float = 1.0
     # per-replicate readings that find sharing apart from the lag-0 contrast
     ledger_depth: np.ndarray | None = None  # mean decode-only step / mean chunk step beside decoders
+    # vLLM's counted step ledger (pdcensus.series.vllm_steps): sharing's depth is the counted steps' ratio and
+    # how often it acts is the share of decoders' time in step spans that carried prefill, not the rate buckets'
+    depth_from_steps: bool = False
+    # with it, the inter-token histogram per step span (series.vllm_steps.itl_depth): decoders' pace in spans with
+    # prefill / without, and the tokens on each side; the depth reported where it is finite (what decoders felt)
+    itl_depth: float = float("nan")
+    itl_tokens: tuple[int, int] = (0, 0)
     dose_stall: np.ndarray | None = None  # seconds of decode stall per prefill token
     dose_depth: np.ndarray | None = None  # fitted per-stream ratio at the busy intervals' prefill level
     # how often each acts: share of decoders' time in busy scrapes, in the tail, in bursts

@@ -13,7 +13,10 @@ Engine names were checked against each engine's own source (repository + path):
 
 - vLLM: ``vllm-project/vllm`` ``vllm/v1/metrics/loggers.py`` (V1) and
   ``vllm/engine/metrics.py`` (V0): ``vllm:iteration_tokens_total`` is a histogram of tokens
-  per engine step; there is no step time on ``/metrics``.
+  per engine step; there is no step time on ``/metrics``. Where its ``_count`` and the
+  inter-token histogram are both scraped (0.32: every step that emitted output is observed),
+  ``pdcensus.series.vllm_steps`` counts steps per scrape and times them by the scrape's wall
+  time: the census's counted step ledger, on the ``vllm-v1`` profile's own names.
 - SGLang: ``sgl-project/sglang`` ``python/sglang/srt/metrics/collector.py``:
   ``sglang:num_running_reqs``, ``sglang:num_queue_reqs``, ``sglang:num_retracted_requests_total``
   (its preemption), ``sglang:realtime_tokens_total{mode=prefill_compute|prefill_cache|decode}``,

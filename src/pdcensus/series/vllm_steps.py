@@ -1,0 +1,141 @@
+"""vLLM's counted step ledger: engine steps per scrape, and the time decoders waited in them.
+
+vLLM has no step time on ``/metrics``, but (0.32.0, read in the installed release source):
+
+- ``vllm:iteration_tokens_total`` is observed once per engine-core output batch that holds at
+  least one output (``vllm/v1/engine/async_llm.py`` l. 852-853 builds ``IterationStats`` only
+  ``if log_stats and num_outputs``; ``vllm/v1/metrics/loggers.py`` l. 1242 returns before the
+  histogram without it, l. 1273-1276 observe it). While a request decodes every step emits
+  its token, so the ``_count``'s increase is the number of steps that ran beside decoders.
+- ``vllm:inter_token_latency_seconds`` observes, per decoding request and step, the time since
+  that request's previous token (``vllm/v1/metrics/stats.py`` l. 548-552, at the step's engine
+  timestamp): its ``_sum`` over a scrape is the decoders' waiting time ended in that scrape,
+  a chunk step's full length included, however long it ran.
+
+So, with decoders running through an interval, its wall time is step time: the mean step of
+an interval is wall / steps. An interval in which no step ended while requests ran is part of
+one long step (a prefill chunk far longer than the scrape) and belongs to the interval that
+ends it: :func:`step_spans` joins them. Which intervals carried prefill is the census's call
+(``pdcensus.census.signals``); :func:`counted_ledger` turns that mask into the ledger's four
+per-interval counters: decode-only steps and seconds in prefill-free spans, every step and the
+busy wall time as step seconds. The chunk-interval mean (wall / steps) mixes chunk steps with
+the decode-only steps between them when prefill bursts are shorter than a scrape, but the
+excess ``wall - steps x decode-only step`` does not depend on which steps carried the chunk:
+the lost time is counted exactly, the per-step depth is diluted. :func:`itl_spans` gives the
+inter-token histogram per span, the depth as decoders felt it (tokens per second of waiting).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pdcensus.series.engine_ledger import term_increases
+from pdcensus.series.model import Endpoint
+from pdcensus.series.profiles import LedgerTerm
+
+STEP_COUNT = "vllm:iteration_tokens_total_count"
+ITL_SUM = "vllm:inter_token_latency_seconds_sum"
+ITL_COUNT = "vllm:inter_token_latency_seconds_count"
+
+
+@dataclass(frozen=True)
+class CountedSteps:
+    """Per interval (aligned with the rows; NaN on the first and where a counter is missing)."""
+
+    steps: np.ndarray  # engine steps that emitted output
+    busy: np.ndarray  # requests ran at both ends of the interval: its wall time is step time
+    span: np.ndarray  # index of the interval that ends this one's step (itself unless a long step)
+    itl_seconds: np.ndarray | None  # decoders' summed inter-token time ended in the interval
+    itl_tokens: np.ndarray | None  # tokens those gaps ended in
+
+
+def _increase(endpoint: Endpoint, rows: np.ndarray, name: str) -> np.ndarray | None:
+    return term_increases(endpoint, rows, LedgerTerm((name,)))
+
+
+def counted_steps(endpoint: Endpoint, rows: np.ndarray, running: np.ndarray | None) -> CountedSteps | None:
+    """The step count and its spans over ``rows``; None without the step count or a running gauge."""
+    rows = np.asarray(rows, dtype=np.int64)
+    steps = _increase(endpoint, rows, STEP_COUNT)
+    if steps is None or running is None or not np.isfinite(steps).any():
+        return None
+    run = np.nan_to_num(np.asarray(running, dtype=np.float64))
+    prev = np.concatenate([[0.0], run[:-1]])
+    busy = (run > 0) & (prev > 0) & np.isfinite(steps)
+    return CountedSteps(steps, busy, step_spans(steps, busy), _increase(endpoint, rows, ITL_SUM),
+                        _increase(endpoint, rows, ITL_COUNT))
+
+
+def step_spans(steps: np.ndarray, busy: np.ndarray) -> np.ndarray:
+    """Per interval, the interval whose end closes its step: a busy interval with no step ended
+    joins the next one that ends a step (itself where it ended one, or where the run is cut)."""
+    n = len(steps)
+    span = np.arange(n)
+    nxt = -1
+    for i in range(n - 1, -1, -1):
+        ended = np.isfinite(steps[i]) and steps[i] > 0
+        if not busy[i]:
+            nxt = -1
+            continue
+        if ended:
+            nxt = i
+        elif nxt >= 0:
+            span[i] = nxt
+    return span
+
+
+def span_mask(cs: CountedSteps, mask: np.ndarray) -> np.ndarray:
+    """A per-interval mark spread over each span: an interval is marked if any of its span is."""
+    marked = np.asarray(mask, dtype=bool) & cs.busy
+    by_span = np.zeros(len(cs.span), dtype=bool)
+    np.logical_or.at(by_span, cs.span, marked)
+    out: np.ndarray = (by_span[cs.span] | marked) & cs.busy
+    return out
+
+
+def counted_ledger(cs: CountedSteps, interval_seconds: np.ndarray,
+                   chunk: np.ndarray) -> dict[str, np.ndarray]:
+    """The ledger's four per-interval counters from counted steps and a per-interval chunk mark.
+
+    ``chunk``: the intervals that carried prefill (spread over their spans here). Intervals not
+    busy at both ends are NaN (the engine idled part of them: wall time is not step time).
+    """
+    marked = span_mask(cs, chunk)
+    dt = np.asarray(interval_seconds, dtype=np.float64)
+    ok = cs.busy & np.isfinite(dt)
+    steps = np.where(ok, np.nan_to_num(cs.steps), np.nan)
+    secs = np.where(ok, dt, np.nan)
+    return {
+        "steps": steps,
+        "step_seconds": secs,
+        "decode_steps": np.where(ok, np.where(marked, 0.0, steps), np.nan),
+        "decode_step_seconds": np.where(ok, np.where(marked, 0.0, secs), np.nan),
+    }
+
+
+def itl_depth(cs: CountedSteps, chunk: np.ndarray,
+              exclude: np.ndarray | None = None) -> tuple[float, float, int, int]:
+    """Per-token pace while prefill ran / without, from the inter-token histogram over spans.
+
+    Returns ``(ratio, lost_share, chunk_tokens, clean_tokens)``: ratio is tokens per second of
+    decoders' waiting in chunk spans over the same in prefill-free spans (the clients' depth);
+    lost_share the waiting in chunk spans beyond the clean pace, as a share of all waiting.
+    NaN where either side has no token. ``exclude``: intervals left out of both sides (where
+    preemptions are counted, their gaps are stalls, not steps).
+    """
+    if cs.itl_seconds is None or cs.itl_tokens is None:
+        return float("nan"), float("nan"), 0, 0
+    marked = span_mask(cs, chunk)
+    ok = cs.busy & np.isfinite(cs.itl_seconds) & np.isfinite(cs.itl_tokens)
+    if exclude is not None:
+        ok &= ~np.asarray(exclude, dtype=bool)
+    s, c = np.where(ok, cs.itl_seconds, 0.0), np.where(ok, cs.itl_tokens, 0.0)
+    s_in, c_in = float(s[marked].sum()), float(c[marked].sum())
+    s_out, c_out = float(s[~marked].sum()), float(c[~marked].sum())
+    if s_in <= 0 or s_out <= 0 or c_in <= 0 or c_out <= 0:
+        return float("nan"), float("nan"), int(c_in), int(c_out)
+    clean = s_out / c_out  # seconds per token without prefill
+    lost = max(s_in - c_in * clean, 0.0) / (s_in + s_out)
+    return (c_in / s_in) / (c_out / s_out), lost, int(c_in), int(c_out)
