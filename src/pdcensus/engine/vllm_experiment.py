@@ -12,9 +12,9 @@ two scenarios on one start-up). Each run:
    ``pdcensus census --prometheus URL --selector '{job="vllm"}' --start .. --end ..``);
 4. writes every file to its folder: ``plan.json``, ``server_args.json``, ``cmdline`` (vLLM's argv,
    NUL-separated, from ``/proc/PID/cmdline``), ``requests.jsonl`` (per-token client times),
-   ``truth.json``, ``census.json``, ``report.md``, ``window.json``, ``metrics.om`` (every series
-   Prometheus stored for the job over the window, so ``pdcensus census metrics.om`` reruns it
-   offline) and ``vllm.log`` (the server's log so far).
+   ``truth.json``, ``census.json``, ``report.md``, ``window.json`` (the window, and the
+   ``pdcensus census metrics.om --start .. --end ..`` line that reruns the census offline, to the
+   same answer), ``metrics.om`` (every series Prometheus stored for the job over the window) and ``vllm.log`` (the server's log so far).
 
 Both processes are stopped by their own pids (vLLM by its process group) when the block ends.
 """
@@ -127,7 +127,9 @@ class VllmLive:
         truth, stalls = measure_truth(records, start, end), measure_stalls(records, start, end)
         (out / "truth.json").write_text(json.dumps({**truth.to_dict(), "stalls": stalls.to_dict()},
                                                    indent=2, allow_nan=True) + "\n")
-        (out / "window.json").write_text(json.dumps({"t0": t0, "start": start, "end": end}) + "\n")
+        offline = ["pdcensus", "census", str(out / "metrics.om"), "--start", repr(start), "--end", repr(end)]
+        (out / "window.json").write_text(json.dumps({"t0": t0, "start": start, "end": end,
+                                                     "offline_census": offline}) + "\n")
         url = self.prometheus.url
         _write_recording(out, url, start, end)
         reports = census_prometheus(url, selector=SELECTOR, start=start, end=end)
