@@ -1,12 +1,12 @@
 """vLLM itself in the loop: its CPU build on this machine, censused through a real Prometheus.
 
 One vLLM start for the module (``pdcensus.engine.vllm_server``: a dummy 512-hidden Llama, no
-weights, token-id prompts) with a KV cache of 32 blocks of 128 tokens (``--num-gpu-blocks-override
-32 --max-model-len 4096``), which fits three decoders beside a 2,000-token prompt but not ten
-streams of 200 + 900 tokens. Debian's Prometheus scrapes it every second. Two phases on that one
+weights, token-id prompts) with a KV cache of 24 blocks of 128 tokens (``--num-gpu-blocks-override
+24 --max-model-len 2048``; 128 is the CPU backend's block size, ``vllm/platforms/cpu.py`` at v0.32.0),
+which fits three decoders beside a 1,500-token prompt but not ten streams of 200 + 900 tokens. Debian's Prometheus scrapes it every second. Two phases on that one
 server, each censused over its own window:
 
-1. sharing: 3 decoders (300 tokens each) and 2,000-token prompts back to back in a 30 s phase of
+1. sharing: 3 decoders (300 tokens each) and 1,500-token prompts back to back in a 30 s phase of
    75 s, at vLLM's default 2,048-token step budget;
 2. preemption: 10 streams of 200-token prompts and 900 output tokens for 75 s: the cache fills and
    vLLM preempts (recomputes) requests, which the clients feel as stalls of seconds.
@@ -32,7 +32,7 @@ from pdcensus.engine.vllm_experiment import VllmLive, VllmRun
 # one vLLM start (2-4 min on a shared CPU) and two 75 s phases are set up by the first test that asks
 pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
 
-SERVER_ARGS = ("--num-gpu-blocks-override", "32", "--max-model-len", "4096")
+SERVER_ARGS = ("--num-gpu-blocks-override", "24", "--max-model-len", "2048")
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +53,7 @@ def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[VllmLive]:
 def sharing(live: VllmLive) -> VllmRun:
     from pdcensus.engine.vllm_load import VllmPlan
 
-    plan = VllmPlan(scenario="sharing", decoders=3, max_tokens=300, prompt_tokens=2000,
+    plan = VllmPlan(scenario="sharing", decoders=3, max_tokens=300, prompt_tokens=1500,
                     phases=((20.0, 50.0),), duration_seconds=75.0)
     return live.run(live.out / "sharing", plan)
 
