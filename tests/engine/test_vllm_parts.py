@@ -52,6 +52,18 @@ def test_a_server_that_exits_at_start_is_said_with_its_status_and_last_lines(tmp
     assert "line 1 " not in str(caught.value)  # only the last lines
 
 
+def test_the_root_cause_logged_long_before_the_last_lines_leads_the_line(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    body = ('echo "WARNING fd limit errors like OSError: [Errno 24] may follow"; '
+            'echo "ERROR [core.py] ValueError: To serve at least one request ... KV cache"; '
+            'for i in 1 2 3 4 5 6 7 8; do echo "line $i"; done; '
+            'echo "RuntimeError: Engine core initialization failed. See root cause above."; exit 1')
+    with pytest.raises(SourceUnreachableError) as caught:
+        VllmServer(_fake_python(tmp_path, body), [], tmp_path / "run", progress=lambda _: None).start()
+    assert str(caught.value).startswith("vllm exited with 1 at start: ValueError: To serve at least one request")
+
+
 def test_flags_the_experiment_sets_itself_are_refused() -> None:
     with pytest.raises(UsageError, match="--port"):
         VllmServer(VllmPython(Path("/bin/true"), "vllm", "0"), ["--port=8000"], Path("/nonexistent"))

