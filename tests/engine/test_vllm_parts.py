@@ -111,3 +111,10 @@ def test_stalls_are_the_long_gaps_the_records_hold() -> None:
     assert stalls.longest_seconds == pytest.approx(2.55)
     assert stalls.stalled_share == pytest.approx(2.55 / (9.95 + 9.95))
     assert measure_stalls(records, 100.0, 110.0, threshold_seconds=3.0).count == 0
+
+
+def test_a_request_stopped_dead_until_the_load_was_cut_stalls_to_the_windows_end() -> None:
+    stuck = RequestRecord("decode", 0, 0, 99.0, [100.0 + 0.05 * i for i in range(20)], ended=121.0)
+    finished = RequestRecord("decode", 1, 0, 99.0, [100.0 + 0.05 * i for i in range(20)], ended=100.96)
+    stalls = measure_stalls([stuck, finished], 100.0, 120.0)
+    assert stalls.count == 1 and stalls.longest_seconds == pytest.approx(120.0 - 100.95)

@@ -5,7 +5,8 @@ sees); a preempted request instead stops dead, its tokens gone until it is recom
 stops are gaps of seconds between consecutive tokens of one request. Here, over ``[start, end]``
 (a gap counts where it ends):
 
-- ``count``: gaps longer than ``threshold_seconds`` (2 s: no decode step is that long here);
+- ``count``: gaps longer than ``threshold_seconds`` (2 s: no decode step is that long here),
+  counting a request still open at the window's end from its last token to the end;
 - ``stalled_share``: their summed length over the decoders' stream-seconds in the window (a
   stream decodes from its request's first token to its last), the share of decoding time lost;
 - ``longest_seconds`` and ``streams_stalled`` (requests with at least one such gap).
@@ -51,6 +52,11 @@ def measure_stalls(records: Sequence[RequestRecord], start: float, end: float,
         keep = (t[1:] > start) & (t[1:] <= end)
         # a gap that began before the window counts only its part inside it
         gap = (t[1:] - np.maximum(t[:-1], start))[keep]
+        # a request that stopped dead and was still open at the window's end (a preempted one
+        # waiting to be recomputed when the load was cut) stalls from its last token to the end
+        tail = min(r.ended if r.ended == r.ended else end, end) - max(float(t[-1]), start)
+        if float(t[-1]) < end and tail > 0:
+            gap = np.append(gap, tail)
         long = gap[gap > threshold_seconds]
         count += int(long.size)
         stalled += float(long.sum())

@@ -7,7 +7,7 @@ two scenarios on one start-up). Each run:
 
 1. drives the load, then waits two more scrapes;
 2. measures the client truth (:mod:`.truth`, :mod:`.stalls`) over the window from the moment every
-   decoding stream had its first token to the load's end;
+   decoding stream had its first token (with no prompt phases: any stream) to the load's end;
 3. runs the census through the Prometheus HTTP API over that window (the same call as
    ``pdcensus census --prometheus URL --selector '{job="vllm"}' --start .. --end ..``);
 4. writes every file to its folder: ``plan.json``, ``server_args.json``, ``cmdline`` (vLLM's argv,
@@ -121,7 +121,11 @@ class VllmLive:
         (out / "cmdline").write_bytes(_proc_cmdline(self.server.pid) or "\0".join(self.server.argv).encode())
         t0, records = asyncio.run(run_vllm_load(self.server.url, plan))
         self.server.alive_or_raise()
-        start, end = window_start(records, t0), t0 + plan.duration_seconds
+        # with prompt phases, from when every decoder streams (the llama.cpp experiment's window); without,
+        # the streams queue for a cache too small for all of them: from the first token any stream got
+        firsts = [r.token_times[0] for r in records if r.kind == "decode" and r.token_times]
+        start = window_start(records, t0) if plan.phases or not firsts else min(firsts)
+        end = t0 + plan.duration_seconds
         time.sleep(max(0.0, end + 2.5 * _seconds(self.scrape_interval) - time.time()))
         (out / "requests.jsonl").write_text(records_to_jsonl(records))
         truth, stalls = measure_truth(records, start, end), measure_stalls(records, start, end)
