@@ -78,7 +78,7 @@ async def sized_prompts(url: str, count: int, tokens: int, seed: int) -> list[tu
         return [(text, await count_tokens(client, url, text)) for text in texts]
 
 
-async def _stream_one(client: httpx.AsyncClient, url: str, record: RequestRecord, body: dict[str, Any]) -> None:
+async def stream_one(client: httpx.AsyncClient, url: str, record: RequestRecord, body: dict[str, Any]) -> None:
     try:
         async with client.stream("POST", f"{url}/v1/completions", json=body) as answer:
             answer.raise_for_status()
@@ -90,8 +90,12 @@ async def _stream_one(client: httpx.AsyncClient, url: str, record: RequestRecord
                     break
                 chunk = json.loads(data)
                 choices = chunk.get("choices") or []
-                if choices and choices[0].get("text", "") != "":
-                    record.token_times.append(time.time())
+                if choices:
+                    # llama.cpp says text; vLLM without a tokenizer says token ids (one chunk may carry more)
+                    now = time.time()
+                    ids = choices[0].get("token_ids") or ()
+                    record.token_times.extend([now] * len(ids) if ids else
+                                              [now] if choices[0].get("text", "") != "" else [])
     except (httpx.HTTPError, ValueError) as exc:
         record.error = f"{type(exc).__name__}: {exc}"
     record.ended = time.time()
@@ -119,7 +123,7 @@ async def _decoder(client: httpx.AsyncClient, url: str, stream: int, plan: LoadP
     while time.time() < stop_at:
         record = RequestRecord("decode", stream, index, time.time())
         out.append(record)
-        await _stream_one(client, url, record, {"model": "gemma", "prompt": prompt, "max_tokens": plan.max_tokens,
+        await stream_one(client, url, record, {"model": "gemma", "prompt": prompt, "max_tokens": plan.max_tokens,
                                                 "stream": True, "ignore_eos": True, "temperature": 0.0})
         index += 1
         if record.error:
@@ -136,7 +140,7 @@ async def _prompter(client: httpx.AsyncClient, url: str, prompts: Sequence[tuple
             text, tokens = queue.pop(0)
             record = RequestRecord("prompt", 0, index, time.time(), prompt_tokens=tokens)
             out.append(record)
-            await _stream_one(client, url, record, {"model": "gemma", "prompt": text, "max_tokens": 1,
+            await stream_one(client, url, record, {"model": "gemma", "prompt": text, "max_tokens": 1,
                                                     "stream": True, "temperature": 0.0})
             index += 1
 

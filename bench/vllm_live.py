@@ -1,0 +1,137 @@
+"""vLLM, a real engine: each scenario's client truth beside the census's verdict, depth, loss and confidence.
+
+Runs vLLM's OpenAI server (the CPU build, a dummy 512-hidden Llama with no weights, token-id
+prompts; see ``pdcensus.engine.vllm_server``) on 127.0.0.1 with a real Prometheus scraping it every
+second, one fresh server per scenario, each from a real cause:
+
+- ``sharing-default``: 3 decoders (32-token prompts, 300 tokens each) and 3,000-token prompts back
+  to back in two phases, at vLLM's default step budget (2,048 tokens on a CPU API server,
+  ``vllm/engine/arg_utils.py`` at v0.32.0, ``_get_default_max_num_batched_tokens``);
+- ``sharing-small`` / ``sharing-large``: the same at ``--max-num-batched-tokens 512`` / ``8192``;
+- ``preemption``: a KV cache too small (``--num-gpu-blocks-override 24 --max-model-len 2048``),
+  10 streams of 200-token prompts and 900 output tokens, no long prompts;
+- ``prefix``: the sharing load, but each long prompt is a turn of one of 4 chat sessions re-sending
+  a 2,500-token shared prefix and its own history (prefix-cache hits);
+- ``none``: the decoders and 32-token prompts only.
+
+Every file of a run stays in ``--out/<scenario>/`` (``metrics.om`` censuses offline with
+``pdcensus census``); ``summary.json`` collects the rows::
+
+    .venv/bin/python bench/vllm_live.py --scenario sharing-default --out /tmp/vllm-live --seconds 240
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from pdcensus.engine.vllm_experiment import VllmLive, VllmRun
+from pdcensus.engine.vllm_load import VllmPlan
+
+BASE_ARGS = ("--max-model-len", "8192")
+SCENARIOS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
+    "sharing-default": (BASE_ARGS, {}),
+    "sharing-small": (BASE_ARGS + ("--max-num-batched-tokens", "512"), {}),
+    "sharing-large": (BASE_ARGS + ("--max-num-batched-tokens", "8192"), {}),
+    "preemption": (("--num-gpu-blocks-override", "24", "--max-model-len", "2048"),
+                   {"decoders": 10, "decoder_prompt_tokens": 200, "max_tokens": 900, "phases": ()}),
+    "prefix": (BASE_ARGS, {"shared_prefix_tokens": 2500, "sessions": 4, "turn_tokens": 128}),
+    "none": (BASE_ARGS, {"prompt_tokens": 32}),
+}
+
+
+def plan_for(scenario: str, seconds: float) -> VllmPlan:
+    """Quiet, prompts, quiet, prompts, quiet: each prompt phase a third of the run."""
+    third = seconds / 3.0
+    q = (seconds - 2 * third) / 3.0
+    plan = VllmPlan(scenario=scenario, phases=((q, q + third), (2 * q + third, 2 * q + 2 * third)),
+                    duration_seconds=seconds)
+    return replace(plan, **SCENARIOS[scenario][1])
+
+
+def _finite(x: float | None) -> float:
+    return float(x) if x is not None and math.isfinite(x) else math.nan
+
+
+def row(run: VllmRun) -> dict[str, Any]:
+    """The client truth beside the census, one flat dict."""
+    t, s, r = run.truth, run.stalls, run.report
+    v = r.verdict
+    lag0 = next((e.value for e in v.evidence if e.rule == "lag0-effect"), None)
+    rows = r.buckets.rows if r.buckets is not None else ()
+    busy = [b.per_stream_vs_idle for b in rows[1:] if b.per_stream_samples > 0 and math.isfinite(b.per_stream_vs_idle)]
+    losses = r.losses
+    ttft = sorted(t.prompt_ttft_seconds)
+    return {
+        "scenario": run.plan.scenario, "argv": " ".join(run.server_argv[3:]),
+        "truth_per_stream_outside": t.outside.per_stream_tokens_per_second,
+        "truth_per_stream_during": t.during.per_stream_tokens_per_second, "truth_depth_ratio": t.ratio,
+        "truth_lost_share": t.decode_time_lost_share, "truth_gap_p50_during": t.during.gap_p50_seconds,
+        "truth_gap_p99_during": t.during.gap_p99_seconds, "truth_gap_p50_outside": t.outside.gap_p50_seconds,
+        "truth_stalls": s.count, "truth_stalled_share": s.stalled_share, "truth_longest_stall": s.longest_seconds,
+        "prompts": t.prompts, "prompt_ttft_median": ttft[len(ttft) // 2] if ttft else math.nan,
+        "errors": t.errors,
+        "census_mechanism": v.mechanism.value, "census_confidence": v.confidence,
+        "census_found": [f"{f.mechanism.value} ({f.severity.value})" for f in v.found],
+        "census_lag0_effect": _finite(lag0), "census_depth_min_bucket": min(busy) if busy else math.nan,
+        "census_sharing_share": losses.step_time_sharing if losses else math.nan,
+        "census_preemption_share": losses.preemption_stall if losses else math.nan,
+        "census_eviction_share": losses.eviction if losses else math.nan,
+        "census_preemptions": r.preemption.total,
+        "census_decode_step": r.ledger.decode_step_seconds, "census_chunk_step": r.ledger.chunk_step_seconds,
+    }
+
+
+def run_scenario(name: str, out: Path, seconds: float) -> dict[str, Any]:
+    args, _ = SCENARIOS[name]
+    folder = out / name
+    (folder / "DONE").unlink(missing_ok=True)
+    began = time.monotonic()
+    with VllmLive(folder, args) as live:
+        started = time.monotonic() - began
+        result = live.run(folder, plan_for(name, seconds))
+    line = row(result) | {"startup_seconds": started, "wall_seconds": time.monotonic() - began}
+    (folder / "row.json").write_text(json.dumps(line, indent=2, allow_nan=True) + "\n")
+    (folder / "DONE").write_text(f"{name} finished; files: census.json truth.json metrics.om requests.jsonl\n")
+    return line
+
+
+def print_rows(rows: list[dict[str, Any]]) -> None:
+    print("| scenario | truth depth (during/outside) | truth lost share | stalls >2 s (share) | "
+          "census verdict (conf) | census depth: lag-0 / worst bucket | census loss: sharing / preemption |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r['scenario']} | {r['truth_depth_ratio']:.3f} ({r['truth_per_stream_during']:.2f} / "
+              f"{r['truth_per_stream_outside']:.1f} tok/s) | {r['truth_lost_share']:.3f} | {r['truth_stalls']} "
+              f"({r['truth_stalled_share']:.3f}) | {r['census_mechanism']} ({r['census_confidence']:.2f}) "
+              f"{', '.join(r['census_found'])} | {r['census_lag0_effect']:.3f} / {r['census_depth_min_bucket']:.3f} | "
+              f"{r['census_sharing_share']:.3f} / {r['census_preemption_share']:.3f} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scenario", default="all", choices=["all", *SCENARIOS])
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--seconds", type=float, default=240.0)
+    opts = parser.parse_args()
+    names = list(SCENARIOS) if opts.scenario == "all" else [opts.scenario]
+    rows = []
+    for name in names:
+        rows.append(run_scenario(name, opts.out, opts.seconds))
+        print_rows(rows[-1:])
+    summary = opts.out / "summary.json"
+    previous = json.loads(summary.read_text()) if summary.exists() else {}
+    previous.update({r["scenario"]: r for r in rows})
+    summary.write_text(json.dumps(previous, indent=2, allow_nan=True) + "\n")
+    print_rows(rows)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
