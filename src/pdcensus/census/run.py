@@ -212,7 +212,9 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     elif over is not None:
         inputs = replace(inputs, withheld=inputs.withheld + (over.text,))
     verdict = replace(decide(inputs), dose_response=dose.result)
-    losses = _losses(inputs, ploss.basis, inputs.has_ledger)
+    losses, out_of_domain = _in_domain(_losses(inputs, ploss.basis, inputs.has_ledger))
+    if out_of_domain:
+        verdict = replace(verdict, withheld=verdict.withheld + out_of_domain)
     ttft = ttft_summary(ttft_hist, a, det.profile.name)
     felt = _client_felt(options.client_records, s, a.busy)
     passes = runbook_passes(det.profile, shape, ledger, table, lag, ttft, preemption, inputs)
@@ -245,6 +247,32 @@ def _ledger_ms_per_1k(s: ShapeSignals, excess: LedgerExcess | None, dt: np.ndarr
 
 def _sharing(x: VerdictInputs) -> np.ndarray:
     return x.sharing if x.sharing is not None else x.collapse
+
+
+_SHARES = (("step_time_sharing", "step-time sharing"), ("eviction", "eviction"),
+           ("preemption_stall", "preemption stall"))
+
+
+def _in_domain(losses: LossShares) -> tuple[LossShares, tuple[str, ...]]:
+    """Each loss share outside [0, 1] withheld (NaN, interval NaN), with the reason for ``verdict.withheld``.
+
+    A share of decoders' time cannot be negative or above the whole: such a point estimate (the
+    bootstrap of a deficit whose baseline moved, e.g. re-prefill chunk steps beside a preemption)
+    is never printed and never reasoned from.
+    """
+    changes: dict[str, object] = {}
+    notes: list[str] = []
+    for key, name in _SHARES:
+        value = float(getattr(losses, key))
+        if np.isfinite(value) and not 0.0 <= value <= 1.0:
+            changes[key] = float("nan")
+            changes[f"{key}_interval"] = (float("nan"), float("nan"))
+            changes[f"{key}_basis"] = f"withheld: the estimate ({100 * value:.1f} %) lies outside [0, 1]"
+            notes.append(f"{name} loss share withheld: its estimate {100 * value:.1f} % of decoders' time "
+                         "lies outside [0, 1]")
+    if not changes:
+        return losses, ()
+    return replace(losses, **changes), tuple(notes)  # type: ignore[arg-type]
 
 
 def _losses(x: VerdictInputs, preemption_basis: str, ledger: bool) -> LossShares:
