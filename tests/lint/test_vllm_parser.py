@@ -1,6 +1,7 @@
 """Lint's verdict on vLLM argvs against vLLM's own parser, and the shipped data against a regeneration.
 
-Needs a Python with vLLM 0.32.0 installed, named by ``PDCENSUS_VLLM_PYTHON`` (skipped otherwise):
+Needs a Python with vLLM 0.32.0 installed, found as the live experiment finds it
+(``PDCENSUS_VLLM_PYTHON``, else ``.venv-vllm``, which ``make test`` installs; skipped otherwise):
 the parser both serve commands build is built there (nothing is served) and asked, argv by argv,
 whether it accepts it; lint must refuse exactly the argvs the parser refuses.
 """
@@ -8,20 +9,29 @@ whether it accepts it; lint must refuse exactly the argvs the parser refuses.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
 import pytest
 
 from pdcensus.advice.model import Severity
+from pdcensus.engine.vllm_server import VllmMissingError, locate_vllm_python
 from pdcensus.lint.files import lint_paths
 
-VLLM_PYTHON = os.environ.get("PDCENSUS_VLLM_PYTHON", "")
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def _vllm_python() -> str:
+    try:
+        return str(locate_vllm_python(ROOT).python)
+    except VllmMissingError:
+        return ""
+
+
+VLLM_PYTHON = _vllm_python()
 pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not VLLM_PYTHON or not Path(VLLM_PYTHON).exists(),
-                                 reason="set PDCENSUS_VLLM_PYTHON to a Python with vLLM 0.32.0")]
+              pytest.mark.skipif(not VLLM_PYTHON, reason="no Python with vLLM 0.32.0: scripts/install-vllm, "
+                                 "or set PDCENSUS_VLLM_PYTHON")]
 
 ARGVS = [
     "m", "m -tp 2", "m --tensor-parallel-size=2", "m --tensor_parallel_size 2", "m --max-num-batch-tokens 8192",
