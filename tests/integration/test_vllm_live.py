@@ -82,8 +82,8 @@ def _assert_possible(run: VllmRun) -> None:
         assert not math.isfinite(share) or 0.0 <= share <= 1.0, losses
     lag0 = next((e.value for e in report.verdict.evidence if e.rule == "lag0-effect"), None)
     # a ratio of two measured per-stream rates (while prefill runs / idle): its domain is >= 0 and
-    # finite; above 1 is possible (the preemption phase read 1.6: re-admitted streams catch up in the
-    # scrapes where their re-prefill runs), so it is corroboration, never a share
+    # finite; a reading above 1 is not impossible (the preemption phase read 1.6, cause not yet
+    # established), and the census uses it as corroboration, never as a share
     assert lag0 is None or not math.isfinite(lag0) or lag0 >= 0.0
     assert report.preemption.total >= 0.0
     for name in ("census.json", "truth.json", "metrics.om", "requests.jsonl", "cmdline", "vllm.log"):
