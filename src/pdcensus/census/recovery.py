@@ -119,6 +119,9 @@ def recovery(per_stream: np.ndarray, decoder_seconds: np.ndarray, running: np.nd
             ps = np.where(seconds > 0, steps / np.where(seconds > 0, seconds, 1.0), 0.0)  # decode-only steps/s
         sel = sel & (seconds > 0)
         early, later = early & (seconds > 0), later & (seconds > 0)
+        if not early.any() or not later.any():
+            return Recovery(None, "recovery fit needs decode-only steps both soon and long after a prefill; "
+                                  "one of the two groups has none", soon, late, n)
         ps_soon = weighted_ratio(weights, steps * early, seconds * early)
         ps_late = weighted_ratio(weights, steps * later, seconds * later)
     else:
