@@ -88,14 +88,40 @@ def row(run: VllmRun) -> dict[str, Any]:
     }
 
 
+# the knob table: each knob at three values or more, each run on a fresh server beside its baseline
+# (sharing-default for the step budget and the long-prefill threshold, preemption for KV headroom)
+KNOB_RUNS: dict[str, tuple[str, tuple[str, ...]]] = {
+    "budget-512": ("sharing-default", ("--max-num-batched-tokens", "512")),
+    "budget-8192": ("sharing-default", ("--max-num-batched-tokens", "8192")),
+    "lpt-256": ("sharing-default", ("--long-prefill-token-threshold", "256")),
+    "lpt-1024": ("sharing-default", ("--long-prefill-token-threshold", "1024")),
+    "blocks-48": ("preemption", ("--num-gpu-blocks-override", "48")),
+    "blocks-96": ("preemption", ("--num-gpu-blocks-override", "96")),
+    "seqs-4": ("preemption", ("--max-num-seqs", "4")),
+    "seqs-7": ("preemption", ("--max-num-seqs", "7")),
+}
+
+
+def with_flags(args: tuple[str, ...], flags: tuple[str, ...]) -> tuple[str, ...]:
+    """``args`` with each ``--flag value`` pair of ``flags`` set (replaced where present, else appended)."""
+    out = list(args)
+    for flag, value in zip(flags[::2], flags[1::2], strict=True):
+        if flag in out:
+            out[out.index(flag) + 1] = value
+        else:
+            out += [flag, value]
+    return tuple(out)
+
+
 def run_scenario(name: str, out: Path, seconds: float) -> dict[str, Any]:
-    args, _ = SCENARIOS[name]
+    base, flags = KNOB_RUNS.get(name, (name, ()))
+    args = with_flags(SCENARIOS[base][0], flags)
     folder = out / name
     (folder / "DONE").unlink(missing_ok=True)
     began = time.monotonic()
     with VllmLive(folder, args) as live:
         started = time.monotonic() - began
-        result = live.run(folder, plan_for(name, seconds))
+        result = live.run(folder, replace(plan_for(base, seconds), scenario=name))
     line = row(result) | {"startup_seconds": started, "wall_seconds": time.monotonic() - began}
     (folder / "row.json").write_text(json.dumps(line, indent=2, allow_nan=True) + "\n")
     (folder / "DONE").write_text(f"{name} finished; files: census.json truth.json metrics.om requests.jsonl\n")
@@ -116,11 +142,13 @@ def print_rows(rows: list[dict[str, Any]]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scenario", default="all", choices=["all", *SCENARIOS])
+    parser.add_argument("--scenario", action="append", choices=["all", "knobs", *SCENARIOS, *KNOB_RUNS],
+                        help="a scenario or knob run (repeatable); 'all': every scenario, 'knobs': every knob run")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seconds", type=float, default=240.0)
     opts = parser.parse_args()
-    names = list(SCENARIOS) if opts.scenario == "all" else [opts.scenario]
+    chosen = opts.scenario or ["all"]
+    names = [n for c in chosen for n in (list(SCENARIOS) if c == "all" else list(KNOB_RUNS) if c == "knobs" else [c])]
     rows = []
     for name in names:
         rows.append(run_scenario(name, opts.out, opts.seconds))

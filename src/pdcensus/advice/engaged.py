@@ -3,11 +3,17 @@
 verify-arm (:mod:`pdcensus.advice.verify`) reads radiance's counters itself; this module adds the
 checks the catalogue names for the other engines (:class:`~pdcensus.advice.knobs.CounterCheck`):
 
-- ``STEP_TOKENS_AT_MOST`` (vLLM ``--max-num-batched-tokens``): ``vllm:iteration_tokens_total`` is a
-  histogram of tokens per engine step (``vllm/v1/metrics/loggers.py``); in the after window no step
-  may fall above the first bucket bound at or above the budget (``+Inf`` minus that bucket's
-  cumulative increase is zero). The before window's count above it is reported beside, so a
-  budget that was never reached reads as such.
+- ``STEP_TOKENS_AT_MOST`` (vLLM ``--max-num-batched-tokens``): the prefill tokens computed per
+  engine step while prefill ran may not exceed the budget. ``vllm:iteration_tokens_total`` cannot
+  say it: on V1 it observes a prompt's tokens whole, in the step its prefill ends
+  (``vllm/v1/metrics/loggers.py`` l. 1273-1276 at 0.32.0; l. 1129-1131 at 0.19.1), so a 3,000-token
+  prompt chunked at 512 reads as one 3,000-token step. What does hold: the step count
+  (``_count``: every step beside a decoder, :mod:`pdcensus.series.vllm_steps`) over the intervals
+  that carried prefill, against the computed prompt tokens of the window. That mean is at most the
+  chunk a step carried, so it bounds the budget from below: an after-window mean above the budget
+  is a budget that did not engage. It is a fair test only where it can fail: where the before
+  window's mean was already at or under the new budget (prefill bursts much shorter than a
+  scrape dilute it with decode-only steps), the check says it cannot tell.
 """
 
 from __future__ import annotations
@@ -21,36 +27,43 @@ from pdcensus.advice.model import ArmStep, StepStatus
 from pdcensus.census.signals import ShapeSignals
 from pdcensus.series.profiles import Signal
 from pdcensus.series.quantile import quantile_of_bounds
+from pdcensus.series.vllm_steps import span_mask
 
 
-def steps_above(signals: ShapeSignals, tokens: int) -> tuple[float, float] | None:
-    """(steps above the first bound >= ``tokens``, that bound) over the window; None without the histogram."""
-    hist = signals.histograms.get(Signal.ITERATION_TOKENS)
-    if hist is None or hist.increases.size == 0:
-        return None
-    bounds = np.asarray(hist.upper_bounds, dtype=float)
-    at = int(np.searchsorted(bounds, float(tokens), side="left"))
-    if at >= bounds.size:
-        return 0.0, math.inf
-    rows = hist.increases[np.isfinite(hist.increases).all(axis=1)]
-    total, below = float(rows[:, -1].sum()), float(rows[:, at].sum())
-    return total - below, float(bounds[at])
+def prefill_tokens_per_step(signals: ShapeSignals) -> tuple[float, float, float]:
+    """(computed prefill tokens, steps in the intervals that carried prefill, their ratio); NaNs without the count."""
+    cs, chunk, prefill = signals.counted_steps, signals.chunk_intervals, signals.prefill_tokens_per_second
+    if cs is None or chunk is None or prefill is None:
+        return math.nan, math.nan, math.nan
+    dt = np.asarray(signals.interval_seconds, dtype=float)
+    ok = cs.busy & np.isfinite(dt)
+    tokens = float(np.nansum(np.where(ok, np.nan_to_num(np.asarray(prefill, dtype=float)) * dt, 0.0)))
+    steps = float(np.nansum(np.where(span_mask(cs, chunk) & ok, np.nan_to_num(cs.steps), 0.0)))
+    return tokens, steps, (tokens / steps if steps > 0 else math.nan)
 
 
 def check_step_tokens(flag: str, value: str | None, before: ShapeSignals, after: ShapeSignals) -> ArmStep:
-    """No step of the after window carries more tokens than the budget."""
+    """Prefill tokens per step while prefill ran: at most the budget after, and above it before (or cannot tell)."""
     if value is None or not value.isdigit():
         return ArmStep("counter", StepStatus.UNKNOWN, f"{flag} needs a value to compare the step sizes with")
-    found = steps_above(after, int(value)), steps_above(before, int(value))
-    after_found, before_found = found
-    if after_found is None:
-        return ArmStep("counter", StepStatus.UNKNOWN, "no vllm:iteration_tokens_total histogram in the after window")
-    above, bound = after_found
-    numbers = {"steps_above_after": above, "bound_tokens": bound,
-               "steps_above_before": before_found[0] if before_found else math.nan}
-    text = (f"vllm:iteration_tokens_total: {above:.0f} steps above {bound:g} tokens in the after window "
-            f"({numbers['steps_above_before']:.0f} before)")
-    return ArmStep("counter", StepStatus.PASSED if above == 0 else StepStatus.FAILED, text, numbers)
+    budget = float(value)
+    t0, n0, m0 = prefill_tokens_per_step(before)
+    t1, n1, m1 = prefill_tokens_per_step(after)
+    numbers = {"prefill_tokens_per_step_before": m0, "prefill_tokens_per_step_after": m1, "budget_tokens": budget,
+               "prefill_steps_before": n0, "prefill_steps_after": n1}
+    if not math.isfinite(m1):
+        return ArmStep("counter", StepStatus.UNKNOWN, "no counted steps beside prefill in the after window "
+                       "(vllm:iteration_tokens_total_count, a running gauge and prefill in the window are needed)",
+                       numbers)
+    text = (f"prefill tokens per step while prefill ran (vllm:iteration_tokens_total_count over the prefill "
+            f"intervals): {m1:.0f} after against {flag} {value} ({t1:.0f} tokens in {n1:.0f} steps)")
+    before_text = f"; {m0:.0f} before" if math.isfinite(m0) else "; the before window has no counted steps"
+    if m1 > budget:
+        return ArmStep("counter", StepStatus.FAILED, text + before_text + ": steps carry more than the budget", numbers)
+    if not math.isfinite(m0) or m0 <= budget:
+        return ArmStep("counter", StepStatus.UNKNOWN, text + before_text + ": the before window was already at or "
+                       "under the budget, so this count cannot tell the arm from no arm", numbers)
+    return ArmStep("counter", StepStatus.PASSED, text + before_text, numbers)
 
 
 MIN_STALL_CHANGE = 0.10  # the busy ITL p99 must fall by this share (verify-arm's MIN_CHANGE)

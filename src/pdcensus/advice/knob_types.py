@@ -53,7 +53,7 @@ class CounterCheck(str, Enum):
     GAUGE_AT_MOST = "gauge-at-most"  # a gauge must never exceed the knob's value
     RATIO_DROPS = "ratio-drops"  # a counter ratio must drop between before and after
     CHUNK_STEP_MOVES = "chunk-step-moves"  # the ledger's mean chunk step must move
-    STEP_TOKENS_AT_MOST = "step-tokens-at-most"  # no step carries more tokens than the knob (vLLM iteration_tokens)
+    STEP_TOKENS_AT_MOST = "step-tokens-at-most"  # prefill tokens per counted step at most the knob (vLLM)
     NONE = "none"  # nothing in the metric set moves; boot ledger / argv only
 
 

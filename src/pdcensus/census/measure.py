@@ -35,6 +35,12 @@ BURST_SPIKE = 1.5
 # Decode per stream this much faster while prompts are counted (interval's lower end) is no
 # interference at all: the counters see the work late (see contrast_note).
 FASTER_WHILE_COUNTED = 1.05
+# The inter-token depth over prefill that runs across scrapes needs this many tokens in its spans (the
+# census's own sample floor: a pace from fewer tokens moves by a fifth with one token more or less)
+MIN_FELT_TOKENS = 30
+ITL_ALL = "step spans with prefill / without"
+ITL_ACROSS = ("step spans of prefill that ran across scrapes / without prefill (spans of prefills begun and "
+              "ended inside one scrape left out of both sides)")
 
 
 @dataclass(frozen=True)
@@ -159,13 +165,22 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         (after is not None and _lower(after) > INFLATION_MARGIN)
         or (m.tail_ran and np.isfinite(m.tail_effect[0]) and interval(m.tail_effect)[1] < TAIL_EFFECT_MARGIN))
     steps_spans = None
-    felt, felt_tokens = float("nan"), (0, 0)
+    felt, felt_tokens, felt_basis = float("nan"), (0, 0), ITL_ALL
     if s.counted_steps is not None and s.chunk_intervals is not None and excess is not None:
         steps_spans = span_mask(s.counted_steps, s.chunk_intervals)
         preempted = s.increase(Signal.PREEMPTIONS)
-        felt, _, c_in, c_out = itl_depth(s.counted_steps, s.chunk_intervals,
-                                         None if preempted is None else np.nan_to_num(preempted) > 0)
+        stalled = np.zeros(s.n, dtype=bool) if preempted is None else np.nan_to_num(preempted) > 0
+        felt, _, c_in, c_out = itl_depth(s.counted_steps, s.chunk_intervals, stalled)
         felt_tokens = (c_in, c_out)
+        across = s.prefill_across
+        if across is not None and across.any():
+            # prefill that runs across scrapes, beside decoders: its spans alone, with the spans of prefills
+            # that began and ended inside one scrape left out of both sides (a decoder's own short re-prompt
+            # marks a scrape that decoded at full pace: in the chunk side it dilutes the depth)
+            within = steps_spans & ~span_mask(s.counted_steps, across)
+            f2, _, a_in, a_out = itl_depth(s.counted_steps, across, stalled | within)
+            if np.isfinite(f2) and a_in >= MIN_FELT_TOKENS:
+                felt, felt_tokens, felt_basis = f2, (a_in, a_out), ITL_ACROSS
     return VerdictInputs(
         shape_proven=m.proven, shape_reason=m.shape_reason, samples=int(valid.sum()), idle_samples=int(idle.sum()),
         busy_samples=int(busy.sum()), has_ledger=excess is not None, ledger_chunk_steps=chunk_steps_beside,
@@ -180,6 +195,7 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         if idle.any() and s.prefill_tokens_per_second is not None else 1.0,
         ledger_depth=ledger_depth, dose_stall=m.dose.stall_seconds_per_token, dose_depth=m.dose.depth_at_top,
         depth_from_steps=steps_spans is not None and ledger_depth is not None, itl_depth=felt, itl_tokens=felt_tokens,
+        itl_basis=felt_basis,
         busy_share=_share(busy if steps_spans is None else steps_spans & valid, wdec), tail_share=_share(tail, wdec), burst_share=_share(burst & valid, wdec),
         preemption_depth=pre.decode_dip if pre.decode_dip < 1.0 else float("nan"),
         itl_busy_ratio=_itl_ratio(itl, assignment.busy, assignment.idle), itl_tail_ratio=_itl_ratio(itl, hist.tail, hist.clean),

@@ -25,6 +25,7 @@ from pdcensus.census.dose import dose_response, ledger_stall_ms_per_1k
 from pdcensus.census.guards import GuardReason, counted_limits, history_observed, shape_guards, verdict_limits
 from pdcensus.census.lag import TAIL_WINDOW_SECONDS, history, lag_test
 from pdcensus.census.ledger import LedgerExcess, step_ledger
+from pdcensus.census.kv_tier import kv_second_tier
 from pdcensus.census.measure import Measured, verdict_inputs
 from pdcensus.census.model import CensusReport, LedgerResult, LossShares, ShapeResult, Timeline
 from pdcensus.census.overload import detect_overload
@@ -211,6 +212,8 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
         inputs = verdict_inputs(measured)
     elif over is not None:
         inputs = replace(inputs, withheld=inputs.withheld + (over.text,))
+    tier, tier_basis = kv_second_tier(endpoint)
+    inputs = replace(inputs, kv_second_tier=tier, kv_tier_basis=tier_basis)
     verdict = replace(decide(inputs), dose_response=dose.result)
     losses, out_of_domain = _in_domain(_losses(inputs, ploss.basis, inputs.has_ledger))
     if out_of_domain:

@@ -92,6 +92,8 @@ class ShapeSignals:
     # vLLM: counted steps and the intervals that carried prefill (pdcensus.series.vllm_steps)
     counted_steps: CountedSteps | None = None
     chunk_intervals: np.ndarray | None = None
+    # intervals with a prompt admitted and not yet done at either end: a prefill that runs across scrapes
+    prefill_across: np.ndarray | None = None
 
     @property
     def n(self) -> int:
@@ -210,14 +212,15 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
                                   gauges.get(Signal.WAITING), finished, Signal.ITERATION_TOKENS in histograms)
         prefill, _ = bounded_rate(progress.tokens_per_second, "reconstructed prefill rate")
         basis = progress.basis
-    steps, chunk = _vllm_counted(profile, endpoint, rows, dt, increases, gauges, prefill, histograms)
+    steps, chunk, across = _vllm_counted(profile, endpoint, rows, dt, increases, gauges, prefill, histograms)
     return ShapeSignals(times, dt, scrape_interval_seconds, profile, names, gauges, increases, histograms,
-                        decode, prefill, from_counters, tuple(left_out), basis, progress, finished, steps, chunk)
+                        decode, prefill, from_counters, tuple(left_out), basis, progress, finished, steps, chunk, across)
 
 
 def _vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np.ndarray,
                   increases: dict[Signal, np.ndarray], gauges: dict[Signal, np.ndarray], prefill: np.ndarray | None,
-                  histograms: dict[Signal, Histogram]) -> tuple[CountedSteps | None, np.ndarray | None]:
+                  histograms: dict[Signal, Histogram]
+                  ) -> tuple[CountedSteps | None, np.ndarray | None, np.ndarray | None]:
     """vLLM with the step count and the inter-token histogram: the counted step ledger.
 
     An interval carried prefill if the prefill signal puts tokens in it, a prompt was counted
@@ -226,27 +229,28 @@ def _vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np
     counters go into ``increases`` (``pdcensus.series.vllm_steps.counted_ledger``).
     """
     if profile.engine != "vllm" or Signal.ITL not in histograms or Signal.STEPS_DECODE in increases:
-        return None, None
+        return None, None, None
     steps = counted_steps(endpoint, rows, gauges.get(Signal.RUNNING))
     if steps is None or not steps.busy.any():
-        return None, None
+        return None, None, None
     run = np.nan_to_num(gauges.get(Signal.RUNNING, np.zeros(rows.size)))
     rose = np.concatenate([[False], run[1:] > run[:-1]])
     prompt = increases.get(Signal.PROMPT_TOKENS)
     chunk = rose | (np.nan_to_num(prompt) > 0 if prompt is not None else False)
     queries = term_increases(endpoint, rows, LedgerTerm((VLLM_PREFIX_CACHE_QUERIES,)))
-    if queries is not None and prompt is not None:
-        chunk = chunk | admitted_not_done(queries, prompt)
+    across = admitted_not_done(queries, prompt) if queries is not None and prompt is not None else None
+    if across is not None:
+        chunk = chunk | across
     if prefill is not None:
         chunk = chunk | (np.nan_to_num(prefill) > 0)
     ledger = counted_ledger(steps, dt, chunk)
     if int((np.nan_to_num(ledger["decode_steps"]) > 0).sum()) < MIN_REFERENCE_INTERVALS:
-        return None, None  # prefill in (nearly) every busy interval: too few decode-only steps to time
+        return None, None, None  # prefill in (nearly) every busy interval: too few decode-only steps to time
     increases[Signal.STEPS] = ledger["steps"]
     increases[Signal.STEPS_DECODE] = ledger["decode_steps"]
     increases[Signal.STEP_SECONDS] = ledger["step_seconds"]
     increases[Signal.STEP_SECONDS_DECODE] = ledger["decode_step_seconds"]
-    return steps, chunk
+    return steps, chunk, across
 
 
 def admitted_not_done(queries: np.ndarray, prompt: np.ndarray) -> np.ndarray:

@@ -168,11 +168,16 @@ def _evidence(x: VerdictInputs, tests: list[SignatureTest | None]) -> list[Evide
         felt = float(x.itl_depth) if np.isfinite(x.itl_depth) else None
         ev.append(Evidence("itl-depth", felt, COLLAPSE_RATIO, bool(felt is not None and felt < COLLAPSE_RATIO),
                            "decoders' pace (tokens per second of inter-token time, vllm:inter_token_latency_seconds) in "
-                           f"step spans with prefill / without ({c_in} / {c_out} tokens): "
+                           f"{x.itl_basis} ({c_in} / {c_out} tokens): "
                            + (f"{felt:.3f}" + (", the depth reported" if felt < 1.0 else
                                                  ": no slower while prefill ran, so the counted steps' ratio is reported")
                               if felt is not None else "no token on one side")
                            + "; chunk-step-collapse is the counted steps' ratio"))
+    if x.kv_second_tier is False:
+        ev.append(Evidence("kv-second-tier", None, None, False,
+                           f"the engine's cache config names no second KV tier ({x.kv_tier_basis}): a running "
+                           "request's KV leaves only by preemption (recompute), so KV eviction with a lagged tail "
+                           "cannot occur here"))
     if x.recovery_effect is None and x.recovery_note:
         ev.append(Evidence(Signature.RECOVERY_SLOPE.value, None, None, False, x.recovery_note))
     for m, reps in ((Mechanism.STEP_TIME_SHARING, _sharing_loss(x)), (Mechanism.EVICTION, x.eviction_loss()),

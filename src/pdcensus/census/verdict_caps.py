@@ -144,7 +144,8 @@ def apply_caps(x: VerdictInputs, point: Mechanism, found: list[Found], confidenc
     # a recovery reading entirely above 1 (decode faster soon after a long prompt than long after) is
     # driven by something else (re-admitted preempted sequences, a batch that drains): no test of eviction
     inverse = x.recovery_effect is not None and interval(x.recovery_effect)[0] > 1.0
-    eviction_untested = not np.isfinite(x.tail_effect[0]) and (x.recovery_effect is None or inverse)
+    eviction_untested = (not np.isfinite(x.tail_effect[0]) and (x.recovery_effect is None or inverse)
+                         and x.kv_second_tier is not False)  # no tier to evict into: ruled out by the config
     if (stalls is not None and stalls.severity is Severity.MATERIAL and point is Mechanism.PREEMPTION_STALL
             and eviction_untested):
         # material preemption sheds and re-admits rows, which masks or mimics residency, and here neither the

@@ -55,6 +55,10 @@ class VerdictInputs:
     # prefill / without, and the tokens on each side; the depth reported where it is finite (what decoders felt)
     itl_depth: float = float("nan")
     itl_tokens: tuple[int, int] = (0, 0)
+    itl_basis: str = "step spans with prefill / without"
+    # the engine's own cache config on a second KV tier (pdcensus.census.kv_tier): False rules KV eviction out
+    kv_second_tier: bool | None = None
+    kv_tier_basis: str = ""
     dose_stall: np.ndarray | None = None  # seconds of decode stall per prefill token
     dose_depth: np.ndarray | None = None  # fitted per-stream ratio at the busy intervals' prefill level
     # how often each acts: share of decoders' time in busy scrapes, in the tail, in bursts

@@ -527,7 +527,8 @@ VLLM_FINISHED = "vllm:request_success_total"
 # Every vLLM name the census reads beside the profile (pdcensus.census.signals, ``_vllm_progress``)
 VLLM_SIDE_NAMES = (VLLM_COMPUTED_PROMPT, VLLM_PREFIX_CACHE_QUERIES, VLLM_PREFIX_CACHE_HITS, VLLM_FINISHED,
                    "vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_hits_total",
-                   "vllm:request_prefill_time_seconds_sum", "vllm:request_prefill_kv_computed_tokens_sum")
+                   "vllm:request_prefill_time_seconds_sum", "vllm:request_prefill_kv_computed_tokens_sum",
+                   "vllm:cache_config_info")
 # Families only vLLM's V1 engine exports (V0 had prefix-cache hit-rate gauges, no counters)
 VLLM_V1_MARKERS = frozenset({VLLM_PREFIX_CACHE_QUERIES, "vllm:gpu_prefix_cache_queries_total",
                              "vllm:kv_cache_usage_perc"})

@@ -57,7 +57,7 @@ KNOBS = (
           "throughput falls", ("at least --max-num-seqs (SchedulerConfig refuses less)",
                                "below --max-model-len only with chunked prefill on (the V1 default for generative "
                                "models; --no-enable-chunked-prefill turns it off)"),
-          "vllm:iteration_tokens_total", CounterCheck.STEP_TOKENS_AT_MOST, "vllm/config/scheduler.py"),
+          "vllm:iteration_tokens_total_count", CounterCheck.STEP_TOKENS_AT_MOST, "vllm/config/scheduler.py"),
     _knob("--long-prefill-token-threshold", "TOKENS", "0 (off)", "caps one long prompt's chunk",
           Dial.LONG_PREFILL_LIMIT, (ActsOn.STEP_TIME_SHARING,),
           "a request with more than this many tokens left is scheduled at most this many per step "
