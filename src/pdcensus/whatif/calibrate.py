@@ -28,12 +28,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from pdcensus.advice.vllm_defaults import deployed_value as vllm_deployed
 from pdcensus.census.model import CensusReport
 from pdcensus.census.run import ShapeRead
 from pdcensus.errors import DataError
 from pdcensus.series.profiles import Signal
 from pdcensus.sim.cost_model import CostModel
 from pdcensus.sim.residency import ResidencyParams
+from pdcensus.sources.vllm_build import vllm_build
 from pdcensus.whatif.knobs import Knob, engine_family, knobs_from_argv, radiance_flags_from_argv
 from pdcensus.whatif.measure import WindowFigures
 from pdcensus.whatif.traffic import Traffic, fit_traffic
@@ -207,15 +209,23 @@ def sim_flags(engine: str, argv: Sequence[str], read: ShapeRead, labels: Mapping
         return own, {f: "argv" for f in own}, knobs
     flags: dict[str, str] = {"--num-gpu-blocks-override": str(AMPLE_KV_BLOCKS), "--max-model-len": str(MAX_MODEL_LEN)}
     sources = {"--num-gpu-blocks-override": "the twin models no KV pressure", "--max-model-len": "twin default"}
+    build = vllm_build(argv) if engine == "vllm" else {}
     if Knob.MAX_NUM_SEQS in knobs:
         flags["--max-num-seqs"], sources["--max-num-seqs"] = knobs[Knob.MAX_NUM_SEQS], "argv"
     else:
         limit, why = _batch_limit(read)
+        default = vllm_deployed("--max-num-seqs", build) if build else None
+        if default is not None and default.value.isdigit() and int(default.value) < limit:
+            limit, why = int(default.value), default.why
         flags["--max-num-seqs"], sources["--max-num-seqs"] = str(limit), why
     if Knob.BATCH_TOKENS in knobs:
         budget, why = knobs[Knob.BATCH_TOKENS], "argv"
     elif engine == "llamacpp":
         budget, why = str(LLAMACPP_DEFAULT_BATCH), "llama.cpp default n_batch (not in argv)"
+    elif build:  # the CPU build, from argv[0]'s environment (pdcensus.sources.vllm_build)
+        default = vllm_deployed("--max-num-batched-tokens", {**vllm_argv_flags(argv), **build})
+        assert default is not None
+        budget, why = default.value, default.why
     else:
         budget, why = str(VLLM_ASSUMED_BATCH_TOKENS), ("assumed (not in argv): vLLM's API-server default on a "
                                                         "70-160 GiB GPU (vllm/engine/arg_utils.py:2937 at 0.32.0)")
