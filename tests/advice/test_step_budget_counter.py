@@ -1,7 +1,9 @@
-"""verify-arm's counter for vLLM's step budget: prefill tokens per counted step (pdcensus.advice.engaged).
+"""verify-arm's counter for vLLM's step budget: decoders' gaps beside a chunk (pdcensus.advice.engaged).
 
-Hand-made windows: 3,000-token prompts whose steps the count shows (vLLM observes a prompt whole
-in ``iteration_tokens_total`` where its prefill ends, so the histogram cannot prove a budget).
+Hand-made windows shaped like a live vLLM run: 3 decoders at 20 ms per decode-only step, then
+3,000-token prompts chunked at a budget, each chunk step holding every decoder for
+``20 ms + budget x 1 ms``. vLLM observes a prompt whole in ``iteration_tokens_total`` where its
+prefill ends, so the histogram's buckets cannot prove a budget; the gaps can.
 """
 
 from __future__ import annotations
@@ -11,52 +13,74 @@ from typing import Any
 
 import numpy as np
 
-from pdcensus.advice.engaged import check_step_tokens, prefill_tokens_per_step
+from pdcensus.advice.engaged import _above, check_step_tokens, chunk_gap_reading
 from pdcensus.advice.model import StepStatus
+from pdcensus.census.signals import Histogram
+from pdcensus.series.profiles import Signal
 from pdcensus.series.vllm_steps import CountedSteps, step_spans
 
-
-def _window(chunk_steps: int, decode_steps: int = 40) -> Any:
-    """10 s of decode, then one 3,000-token prompt over 10 one-second intervals in ``chunk_steps`` steps."""
-    n = 21
-    steps = np.full(n, decode_steps / 10.0)
-    steps[0] = np.nan
-    steps[11:] = chunk_steps / 10.0
-    busy = np.ones(n, dtype=bool)
-    busy[0] = False
-    chunk = np.zeros(n, dtype=bool)
-    chunk[11:] = True
-    prefill = np.where(chunk, 300.0, 0.0)  # tokens per second, 3,000 in all
-    cs = CountedSteps(steps, busy, step_spans(steps, busy), None, None)
-    return SimpleNamespace(counted_steps=cs, chunk_intervals=chunk, prefill_tokens_per_second=prefill,
-                           interval_seconds=np.r_[np.nan, np.ones(n - 1)])
+BOUNDS = np.array([0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, np.inf])
+DECODE, PER_TOKEN, DECODERS = 0.020, 0.001, 3
 
 
-def test_the_mean_is_computed_prefill_tokens_over_the_steps_of_the_prefill_intervals() -> None:
-    tokens, steps, mean = prefill_tokens_per_step(_window(chunk_steps=6))
-    assert np.isclose(tokens, 3000.0) and np.isclose(steps, 6.0)
-    assert np.isclose(mean, 500.0)
+def _cumulative(gaps: list[float]) -> np.ndarray:
+    return np.array([sum(g <= b for g in gaps) for b in BOUNDS], dtype=float)
 
 
-def test_a_budget_that_engaged_passes_where_the_before_window_was_above_it() -> None:
-    step = check_step_tokens("--max-num-batched-tokens", "512", _window(2), _window(6))
-    assert step.status is StepStatus.PASSED
-    assert np.isclose(step.numbers["prefill_tokens_per_step_before"], 1500.0)
+def _window(budget: int, quiet: int = 20, busy: int = 30) -> Any:
+    """``quiet`` one-second decode-only intervals, then ``busy`` seconds of back-to-back prompts at ``budget``."""
+    chunk = DECODE + budget * PER_TOKEN
+    n = 1 + quiet + busy
+    steps, hist = np.zeros(n), np.zeros((n, BOUNDS.size))
+    steps[0], hist[0] = np.nan, np.nan
+    steps[1:quiet + 1] = 1.0 / DECODE
+    hist[1:quiet + 1] = _cumulative([DECODE] * int(DECODERS / DECODE))
+    per_second = 1.0 / chunk  # chunk steps per second while prefill runs (no decode-only step between)
+    steps[quiet + 1:] = per_second
+    hist[quiet + 1:] = _cumulative([chunk] * DECODERS) * per_second
+    busy_rows = np.ones(n, dtype=bool)
+    busy_rows[0] = False
+    mark = np.zeros(n, dtype=bool)
+    mark[quiet + 1:] = True
+    prefill = np.where(mark, (budget - DECODERS) * per_second, 0.0)  # computed prompt tokens per second
+    cs = CountedSteps(steps, busy_rows, step_spans(steps, busy_rows), None, None)
+    return SimpleNamespace(counted_steps=cs, chunk_intervals=mark, prefill_tokens_per_second=prefill,
+                           interval_seconds=np.r_[np.nan, np.ones(n - 1)],
+                           histograms={Signal.ITL: Histogram("vllm:inter_token_latency_seconds", BOUNDS, hist)})
 
 
-def test_steps_that_carry_more_than_the_budget_fail() -> None:
-    step = check_step_tokens("--max-num-batched-tokens", "512", _window(2), _window(2))
+def test_counts_inside_a_bucket_are_read_as_spread_evenly() -> None:
+    counts = np.array([10, 10, 30, 30.0])  # cumulative: 10 in (0, 1], 20 in (2, 4], nothing beyond
+    bounds = np.array([1.0, 2.0, 4.0, np.inf])
+    assert _above(bounds, counts, 3.0) == 10.0
+    assert _above(bounds, counts, 0.5) == 25.0
+
+
+def test_one_chunk_step_comes_from_the_counted_ledger() -> None:
+    reading = chunk_gap_reading(_window(512), 512.0)
+    assert np.isclose(reading["chunk_step_seconds"], DECODE + 512 * PER_TOKEN, rtol=0.05)
+    assert reading["share"] < 0.10
+
+
+def test_a_budget_that_engaged_passes_where_the_before_window_ran_larger_chunks() -> None:
+    step = check_step_tokens("--max-num-batched-tokens", "512", _window(2048), _window(512))
+    assert step.status is StepStatus.PASSED, step.detail
+    assert step.numbers["beyond_share_before"] > 0.5
+
+
+def test_chunks_larger_than_the_budget_fail() -> None:
+    step = check_step_tokens("--max-num-batched-tokens", "512", _window(2048), _window(2048))
     assert step.status is StepStatus.FAILED
-    assert "more than the budget" in step.detail
+    assert "larger than the budget" in step.detail
 
 
-def test_a_before_window_already_under_the_budget_cannot_tell() -> None:
-    step = check_step_tokens("--max-num-batched-tokens", "2048", _window(6), _window(6))
+def test_a_before_window_with_chunks_as_short_cannot_tell() -> None:
+    step = check_step_tokens("--max-num-batched-tokens", "2048", _window(512), _window(512))
     assert step.status is StepStatus.UNKNOWN
     assert "cannot tell" in step.detail
 
 
 def test_no_counted_steps_is_unknown_not_a_pass() -> None:
     empty = SimpleNamespace(counted_steps=None, chunk_intervals=None, prefill_tokens_per_second=None,
-                            interval_seconds=np.ones(3))
+                            interval_seconds=np.ones(3), histograms={})
     assert check_step_tokens("--max-num-batched-tokens", "512", empty, empty).status is StepStatus.UNKNOWN

@@ -3,17 +3,20 @@
 verify-arm (:mod:`pdcensus.advice.verify`) reads radiance's counters itself; this module adds the
 checks the catalogue names for the other engines (:class:`~pdcensus.advice.knobs.CounterCheck`):
 
-- ``STEP_TOKENS_AT_MOST`` (vLLM ``--max-num-batched-tokens``): the prefill tokens computed per
-  engine step while prefill ran may not exceed the budget. ``vllm:iteration_tokens_total`` cannot
-  say it: on V1 it observes a prompt's tokens whole, in the step its prefill ends
-  (``vllm/v1/metrics/loggers.py`` l. 1273-1276 at 0.32.0; l. 1129-1131 at 0.19.1), so a 3,000-token
-  prompt chunked at 512 reads as one 3,000-token step. What does hold: the step count
-  (``_count``: every step beside a decoder, :mod:`pdcensus.series.vllm_steps`) over the intervals
-  that carried prefill, against the computed prompt tokens of the window. That mean is at most the
-  chunk a step carried, so it bounds the budget from below: an after-window mean above the budget
-  is a budget that did not engage. It is a fair test only where it can fail: where the before
-  window's mean was already at or under the new budget (prefill bursts much shorter than a
-  scrape dilute it with decode-only steps), the check says it cannot tell.
+- ``STEP_TOKENS_AT_MOST`` (vLLM ``--max-num-batched-tokens``): a decoder beside a chunk of at most
+  the budget waits at most about one such chunk step, ``T = decode-only step + budget x prefill cost
+  per token``, both from the after window's counted ledger (the excess of the prefill spans' wall
+  time over their steps at the decode-only pace, per computed prefill token). So among the decoders'
+  long gaps in prefill spans (``vllm:inter_token_latency_seconds``, beyond 3 decode-only steps), at
+  most :data:`BEYOND_SHARE` may last beyond ``2 T`` (room for the later chunks' dearer attention and
+  the histogram's coarse buckets; counts inside a bucket are read as spread evenly). The same share
+  in the before window, against the same ``T``, must be above it, or the check cannot tell the arm
+  from no arm (the old budget was as small). ``vllm:iteration_tokens_total`` cannot prove a budget:
+  on V1 it observes a prompt's tokens whole, in the step its prefill ends (0.32.0
+  ``vllm/v1/metrics/loggers.py`` l. 1273-1276), so a 3,000-token prompt chunked at 512 reads as
+  one 3,000-token step; and the mean tokens per counted step cannot either, since decode-only steps
+  between back-to-back prompts share their scrapes (measured live: 132 tokens per step at the
+  2,048 default, 134 at 512).
 """
 
 from __future__ import annotations
@@ -30,39 +33,78 @@ from pdcensus.series.quantile import quantile_of_bounds
 from pdcensus.series.vllm_steps import span_mask
 
 
-def prefill_tokens_per_step(signals: ShapeSignals) -> tuple[float, float, float]:
-    """(computed prefill tokens, steps in the intervals that carried prefill, their ratio); NaNs without the count."""
+BEYOND_SHARE = 0.10  # of the long gaps, at most this share beyond twice one budget's chunk step
+LONG_GAP_STEPS = 3.0  # a long gap: beyond this many decode-only steps
+MIN_LONG_GAPS = 30  # the census's sample floor
+
+
+def _above(bounds: np.ndarray, counts: np.ndarray, x: float) -> float:
+    """Observations above ``x`` in a cumulative histogram, read as spread evenly inside each bucket."""
+    total = float(counts[-1])
+    lower = np.r_[0.0, bounds[:-1]]
+    cum_lo = np.r_[0.0, counts[:-1]]
+    at = int(np.searchsorted(bounds, x, side="left"))
+    if at >= bounds.size or not np.isfinite(bounds[at]):
+        return float(total - cum_lo[min(at, bounds.size - 1)]) if at < bounds.size and x <= lower[at] else 0.0
+    width = bounds[at] - lower[at]
+    inside = (counts[at] - cum_lo[at]) * ((bounds[at] - x) / width if width > 0 else 0.0)
+    return float(total - counts[at] + inside)
+
+
+def chunk_gap_reading(signals: ShapeSignals, budget: float, bound_seconds: float | None = None) -> dict[str, float]:
+    """The window's one-chunk step ``T`` for ``budget`` and its decoders' long gaps beyond ``2 T`` (NaNs without)."""
+    nan = {"chunk_step_seconds": math.nan, "long_gaps": math.nan, "beyond": math.nan, "share": math.nan}
     cs, chunk, prefill = signals.counted_steps, signals.chunk_intervals, signals.prefill_tokens_per_second
-    if cs is None or chunk is None or prefill is None:
-        return math.nan, math.nan, math.nan
+    hist = signals.histograms.get(Signal.ITL)
+    if cs is None or chunk is None or prefill is None or hist is None:
+        return nan
     dt = np.asarray(signals.interval_seconds, dtype=float)
     ok = cs.busy & np.isfinite(dt)
-    tokens = float(np.nansum(np.where(ok, np.nan_to_num(np.asarray(prefill, dtype=float)) * dt, 0.0)))
-    steps = float(np.nansum(np.where(span_mask(cs, chunk) & ok, np.nan_to_num(cs.steps), 0.0)))
-    return tokens, steps, (tokens / steps if steps > 0 else math.nan)
+    marked = span_mask(cs, chunk) & ok
+    clean = ok & ~marked
+    steps = np.nan_to_num(cs.steps)
+    if steps[clean].sum() <= 0 or not marked.any():
+        return nan
+    decode_step = float(dt[clean].sum() / steps[clean].sum())
+    tokens = float(np.nansum(np.where(marked, np.nan_to_num(np.asarray(prefill, dtype=float)) * dt, 0.0)))
+    excess = float(dt[marked].sum() - steps[marked].sum() * decode_step)
+    if tokens <= 0:
+        return nan
+    chunk_step = bound_seconds if bound_seconds is not None else decode_step + budget * max(excess, 0.0) / tokens
+    rows = marked & np.isfinite(hist.increases).all(axis=1)
+    counts = hist.increases[rows].sum(axis=0)
+    bounds = np.asarray(hist.upper_bounds, dtype=float)
+    long_gaps = _above(bounds, counts, LONG_GAP_STEPS * decode_step)
+    beyond = _above(bounds, counts, 2.0 * chunk_step)
+    return {"chunk_step_seconds": chunk_step, "long_gaps": long_gaps, "beyond": beyond,
+            "share": beyond / long_gaps if long_gaps > 0 else math.nan}
 
 
 def check_step_tokens(flag: str, value: str | None, before: ShapeSignals, after: ShapeSignals) -> ArmStep:
-    """Prefill tokens per step while prefill ran: at most the budget after, and above it before (or cannot tell)."""
+    """Decoders' gaps beside prefill: few beyond twice one budget's chunk step after, many before (or cannot tell)."""
     if value is None or not value.isdigit():
         return ArmStep("counter", StepStatus.UNKNOWN, f"{flag} needs a value to compare the step sizes with")
-    budget = float(value)
-    t0, n0, m0 = prefill_tokens_per_step(before)
-    t1, n1, m1 = prefill_tokens_per_step(after)
-    numbers = {"prefill_tokens_per_step_before": m0, "prefill_tokens_per_step_after": m1, "budget_tokens": budget,
-               "prefill_steps_before": n0, "prefill_steps_after": n1}
-    if not math.isfinite(m1):
-        return ArmStep("counter", StepStatus.UNKNOWN, "no counted steps beside prefill in the after window "
-                       "(vllm:iteration_tokens_total_count, a running gauge and prefill in the window are needed)",
+    a = chunk_gap_reading(after, float(value))
+    b = chunk_gap_reading(before, float(value), a["chunk_step_seconds"] if math.isfinite(a["chunk_step_seconds"])
+                          else None)
+    numbers = {"chunk_step_seconds": a["chunk_step_seconds"], "long_gaps_after": a["long_gaps"],
+               "beyond_share_after": a["share"], "long_gaps_before": b["long_gaps"], "beyond_share_before": b["share"],
+               "budget_tokens": float(value)}
+    if not math.isfinite(a["share"]) or a["long_gaps"] < MIN_LONG_GAPS:
+        return ArmStep("counter", StepStatus.UNKNOWN, "too few decoder gaps beside prefill in the after window to time "
+                       f"a chunk (vllm:inter_token_latency_seconds with the counted steps; need {MIN_LONG_GAPS})",
                        numbers)
-    text = (f"prefill tokens per step while prefill ran (vllm:iteration_tokens_total_count over the prefill "
-            f"intervals): {m1:.0f} after against {flag} {value} ({t1:.0f} tokens in {n1:.0f} steps)")
-    before_text = f"; {m0:.0f} before" if math.isfinite(m0) else "; the before window has no counted steps"
-    if m1 > budget:
-        return ArmStep("counter", StepStatus.FAILED, text + before_text + ": steps carry more than the budget", numbers)
-    if not math.isfinite(m0) or m0 <= budget:
-        return ArmStep("counter", StepStatus.UNKNOWN, text + before_text + ": the before window was already at or "
-                       "under the budget, so this count cannot tell the arm from no arm", numbers)
+    t = a["chunk_step_seconds"]
+    text = (f"one {value}-token chunk step is {t * 1000:.0f} ms here (counted ledger); decoders' long gaps beside "
+            f"prefill beyond {2 * t * 1000:.0f} ms: {a['share']:.0%} of {a['long_gaps']:.0f} after")
+    before_text = (f", {b['share']:.0%} of {b['long_gaps']:.0f} before" if math.isfinite(b["share"])
+                   else ", none measurable before")
+    if a["share"] > BEYOND_SHARE:
+        return ArmStep("counter", StepStatus.FAILED, text + before_text + f" (allowed {BEYOND_SHARE:.0%}): chunks "
+                       "larger than the budget still run", numbers)
+    if not math.isfinite(b["share"]) or b["share"] <= BEYOND_SHARE:
+        return ArmStep("counter", StepStatus.UNKNOWN, text + before_text + ": the before window's chunks were as "
+                       "short already, so this count cannot tell the arm from no arm", numbers)
     return ArmStep("counter", StepStatus.PASSED, text + before_text, numbers)
 
 
