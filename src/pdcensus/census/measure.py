@@ -26,7 +26,7 @@ from pdcensus.census.signals import Histogram, ShapeSignals
 from pdcensus.census.ttft import summed_quantile
 from pdcensus.census.verdict_inputs import VerdictInputs
 from pdcensus.series.profiles import Signal
-from pdcensus.series.vllm_steps import itl_depth, span_mask
+from pdcensus.series.vllm_steps import CountedSteps, itl_depth, span_mask
 
 # A burst lines up with a stall when decode at the burst is this far below its bucket's
 # baseline, or prefill (the re-prefill from token 0) this far above its mean.
@@ -39,8 +39,8 @@ FASTER_WHILE_COUNTED = 1.05
 # census's own sample floor: a pace from fewer tokens moves by a fifth with one token more or less)
 MIN_FELT_TOKENS = 30
 ITL_ALL = "step spans with prefill / without"
-ITL_ACROSS = ("step spans of prefill that ran across scrapes / without prefill (spans of prefills begun and "
-              "ended inside one scrape left out of both sides)")
+ITL_ACROSS = ("step spans of prefill that ran across scrapes (several chunk steps, or one longer than a scrape) / "
+              "without prefill (spans of prefills begun and ended inside one scrape left out of both sides)")
 
 
 @dataclass(frozen=True)
@@ -172,8 +172,8 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         stalled = np.zeros(s.n, dtype=bool) if preempted is None else np.nan_to_num(preempted) > 0
         felt, _, c_in, c_out = itl_depth(s.counted_steps, s.chunk_intervals, stalled)
         felt_tokens = (c_in, c_out)
-        across = s.prefill_across
-        if across is not None and across.any():
+        across = _across_scrapes(s.counted_steps, s.chunk_intervals, s.prefill_across)
+        if across.any():
             # prefill that runs across scrapes, beside decoders: its spans alone, with the spans of prefills
             # that began and ended inside one scrape left out of both sides (a decoder's own short re-prompt
             # marks a scrape that decoded at full pace: in the chunk side it dilutes the depth)
@@ -206,6 +206,15 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         contrast_note=contrast_note(m.guards if rates else None, lag0),
         withheld=m.withheld, limits=m.limits,
     )
+
+
+def _across_scrapes(cs: CountedSteps, chunk: np.ndarray, admitted: np.ndarray | None) -> np.ndarray:
+    """Intervals of a prefill that ran across scrapes: a prompt admitted and not done at either end (several
+    chunk steps), or a marked span of several intervals (one chunk step longer than a scrape)."""
+    sizes = np.bincount(cs.span, minlength=cs.span.size)
+    long_step = (sizes[cs.span] > 1) & cs.busy & span_mask(cs, chunk)
+    out: np.ndarray = long_step if admitted is None else long_step | np.asarray(admitted, dtype=bool)
+    return out
 
 
 def _lower(reps: np.ndarray) -> float:
