@@ -101,9 +101,6 @@ def test_no_number_is_impossible_in_either_phase(sharing: VllmRun, preemption: V
     _assert_possible(preemption)
 
 
-@pytest.mark.xfail(reason="vLLM 0.32 counts a prompt's tokens in the step its prefill ends "
-                          "(vllm/v1/metrics/stats.py:518-520, loggers.py:1273-1276), so few scrapes show prefill "
-                          "beside decode: the census's reading of vLLM 0.32 is being reworked", strict=False)
 def test_the_census_names_step_time_sharing_from_vllms_own_counters(sharing: VllmRun) -> None:
     found = _found(sharing.report)
     assert Mechanism.STEP_TIME_SHARING in found, [e.text for e in sharing.report.verdict.evidence]
@@ -111,6 +108,19 @@ def test_the_census_names_step_time_sharing_from_vllms_own_counters(sharing: Vll
     assert sharing.report.preemption.total == 0.0
     assert Mechanism.PREEMPTION_STALL not in found
     assert sharing.report.losses is not None and sharing.report.losses.step_time_sharing > 0.0
+
+
+def test_the_sharing_verdict_is_sure_and_as_deep_as_the_clients_felt(sharing: VllmRun) -> None:
+    """The counted step ledger and the ITL histogram are there: a plain collapse reaches 0.7, and the depth the
+    census reports (the ITL histogram's, over the spans that carried prefill) is the clients' within a factor 2
+    (BENCHMARKS.md holds the 25 % goal on longer runs; a 30 s phase on a shared CI machine is noisier)."""
+    verdict = sharing.report.verdict
+    assert verdict.mechanism is Mechanism.STEP_TIME_SHARING, verdict.headline
+    assert verdict.confidence >= 0.7, (verdict.confidence, verdict.settle)
+    depth = next(e.value for e in verdict.evidence if e.rule == "itl-depth")
+    clients = sharing.truth.ratio
+    assert depth is not None and 0.0 < depth < 1.0
+    assert clients / 2 <= depth <= clients * 2, (depth, clients)
 
 
 def test_the_clients_stalled_when_the_kv_cache_ran_out(preemption: VllmRun) -> None:
