@@ -92,6 +92,7 @@ def row(run: VllmRun) -> dict[str, Any]:
 # (sharing-default for the step budget and the long-prefill threshold, preemption for KV headroom)
 KNOB_RUNS: dict[str, tuple[str, tuple[str, ...]]] = {
     "budget-512": ("sharing-default", ("--max-num-batched-tokens", "512")),
+    "budget-1024": ("sharing-default", ("--max-num-batched-tokens", "1024")),
     "budget-8192": ("sharing-default", ("--max-num-batched-tokens", "8192")),
     "lpt-256": ("sharing-default", ("--long-prefill-token-threshold", "256")),
     "lpt-1024": ("sharing-default", ("--long-prefill-token-threshold", "1024")),
