@@ -1,0 +1,90 @@
+"""The live vLLM runs' table: each run's client truth beside today's census of its recording.
+
+Reads the folders ``bench/vllm_live.py`` wrote (``truth.json``, ``window.json``, ``metrics.om``,
+``cmdline``, ``server_args.json``) and censuses each recording offline over its window with its
+argv, the same call as ``pdcensus census DIR/metrics.om --start .. --end .. --cmdline DIR/cmdline``,
+so the table can be rebuilt after the census changes without rerunning vLLM::
+
+    .venv/bin/python bench/vllm_live_table.py /tmp/vllm-live/*/
+
+Columns: clients' depth (per-stream decode while a long prompt was pending / otherwise), the
+decoders' time lost to it, the share of decoding time in gaps over 2 s; the census's verdict and
+confidence, the depth it reports (the ``itl-depth`` evidence row: vLLM's inter-token histogram
+over the spans that carried prefill) and its loss shares. Last line: calibration, the share of
+verdicts at 0.7 or more whose headline is the run's cause.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+# the cause each run was built from (bench/vllm_live.py), the headline a right census gives
+CAUSE = {"preemption": "preemption-stall", "blocks": "preemption-stall", "seqs": "preemption-stall"}
+
+
+def cause_of(name: str) -> str:
+    return next((v for k, v in CAUSE.items() if name.startswith(k)), "step-time-sharing")
+
+
+def recensus(folder: Path) -> dict[str, Any]:
+    """``pdcensus census`` on the run's recording over its window, with its argv, as JSON."""
+    window = json.loads((folder / "window.json").read_text())
+    argv = [sys.executable, "-m", "pdcensus", "census", str(folder / "metrics.om"), "--start", repr(window["start"]),
+            "--end", repr(window["end"]), "--json"]
+    if (folder / "cmdline").exists():
+        argv += ["--cmdline", str(folder / "cmdline")]
+    done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if done.returncode not in (0, 3):
+        raise SystemExit(f"census of {folder} exited {done.returncode}: {done.stderr.strip()[-300:]}")
+    return json.loads(done.stdout)  # type: ignore[no-any-return]
+
+
+def _f(x: Any, fmt: str = ".3f") -> str:
+    return format(x, fmt) if isinstance(x, (int, float)) and math.isfinite(x) else "-"
+
+
+def row(folder: Path) -> tuple[str, float, bool]:
+    """The table's line, the confidence, whether the headline is the run's cause."""
+    truth = json.loads((folder / "truth.json").read_text())
+    c = recensus(folder)
+    v, losses = c["verdict"], c["losses"]
+    itl = next((e["value"] for e in v["evidence"] if e["rule"] == "itl-depth"), None)
+    flags = " ".join(json.loads((folder / "server_args.json").read_text()))
+    depth, felt = truth.get("ratio"), itl
+    off = (f"{(felt / depth - 1):+.0%}" if isinstance(felt, float) and isinstance(depth, float) and depth > 0
+           and math.isfinite(felt) and math.isfinite(depth) else "-")
+    right = v["mechanism"] == cause_of(folder.name)
+    line = (f"| {folder.name} | {flags} | {_f(depth)} | {_f(truth.get('decode_time_lost_share'))} | "
+            f"{_f(truth['stalls']['stalled_share'])} | {v['mechanism']} {v['confidence']:.2f} | {_f(felt)} ({off}) | "
+            f"{_f(losses['step_time_sharing'])} / {_f(losses['preemption_stall'])} / {_f(losses['eviction'])} |")
+    return line, float(v["confidence"]), right
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("folders", nargs="+", type=Path)
+    opts = parser.parse_args()
+    print("| run | flags | clients: depth | clients: lost | clients: stalled | census verdict, confidence | "
+          "census depth (ITL; vs clients) | census loss: sharing / preemption / eviction |")
+    print("|---|---|---|---|---|---|---|---|")
+    sure = right = 0
+    for folder in opts.folders:
+        if not (folder / "truth.json").exists():
+            print(f"skipped {folder}: no truth.json (an unfinished run)", file=sys.stderr)
+            continue
+        line, confidence, ok = row(folder)
+        print(line)
+        sure += confidence >= 0.7
+        right += confidence >= 0.7 and ok
+    print(f"\ncalibration: {right} of {sure} verdicts at 0.7 or more name the run's cause")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
