@@ -283,7 +283,9 @@ def _losses(x: VerdictInputs, preemption_basis: str, ledger: bool) -> LossShares
     return LossShares(
         float(sts[0]), interval(sts), "ledger: chunk time beyond decode-only steps" if ledger
         else "rates: per-stream deficit while prefill runs (no ledger)",
-        float(ev[0]), interval(ev), "max(lagged-tail deficit, inflated decode-only steps, deficit before recovery)",
+        float(ev[0]), interval(ev), "max(lagged-tail deficit, inflated decode-only steps, deficit before recovery)"
+        + (f"; not eviction here: the engine's cache config names no second KV tier ({x.kv_tier_basis})"
+           if x.kv_second_tier is False else ""),
         float(x.preemption[0]), interval(x.preemption), preemption_basis,
         float(x.collapse[0]), interval(x.collapse),
     )

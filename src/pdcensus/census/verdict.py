@@ -208,6 +208,13 @@ def decide(x: VerdictInputs) -> Verdict:
                       if contrast_only else "only the preemption stall could be tested here")
     else:
         detections = detect(x)
+    if x.kv_second_tier is False and Mechanism.EVICTION in detections:
+        # the engine names no tier to evict a running request's KV into (pdcensus.census.kv_tier): the
+        # signature's slowdown is real time lost, but eviction is not its cause here
+        d = detections.pop(Mechanism.EVICTION)
+        settle.append(f"eviction's signature is in the data ({d.test.text}), but the engine's cache config rules KV "
+                      f"eviction out ({x.kv_tier_basis}): the slower decode-only steps after prefill have another "
+                      "cause here (longer contexts after re-admission, a busier host); not counted as found")
     ev += _evidence(x, tests)
     factor, notes = quality(x)
     settle += notes
@@ -245,6 +252,8 @@ def decide(x: VerdictInputs) -> Verdict:
     else:
         confidence = next(f.confidence for f in found if f.mechanism is point)
     estimates = {Mechanism.STEP_TIME_SHARING: _sharing_loss(x), Mechanism.EVICTION: x.eviction_loss()}
+    if x.kv_second_tier is False:
+        estimates.pop(Mechanism.EVICTION)  # ruled out by the engine's cache config, not unfound
     confidence, found, more = apply_caps(x, point, found, confidence, estimates)
     settle += more
     # a signature found but costing under the measurable line: "none" is then a judgement of cost, and the
