@@ -14,6 +14,11 @@ second, one fresh server per scenario, each from a real cause:
   a 2,500-token shared prefix and its own history (prefix-cache hits);
 - ``none``: the decoders and 32-token prompts only.
 
+The knob runs (``--scenario knobs`` or one name) are a baseline's load on a server started with
+one flag changed: ``budget-512``/``-1024``/``-8192`` and ``lpt-256``/``-1024`` beside
+``sharing-default``; ``blocks-48``/``-96`` (the KV cache) and ``seqs-4``/``-7`` beside ``preemption``.
+``bench/vllm_live_table.py`` censuses every finished run again with today's code.
+
 Every file of a run stays in ``--out/<scenario>/`` (``metrics.om`` censuses offline with
 ``pdcensus census``); ``summary.json`` collects the rows::
 
