@@ -238,7 +238,8 @@ def decide(x: VerdictInputs) -> Verdict:
     losses = {f.mechanism: f.loss_share for f in found}
     point = headline_mechanism(losses)
     if point is Mechanism.NONE:
-        tested = [t for t in tests if t is not None and t.mechanism not in below_floor]
+        ruled_out = {Mechanism.EVICTION} if x.kv_second_tier is False else set()
+        tested = [t for t in tests if t is not None and t.mechanism not in below_floor | ruled_out]
         clear = np.logical_and.reduce([~t.hits for t in tested]) if tested else np.ones(1, bool)
         confidence = float(np.mean(clear[1:])) if clear.size > 1 else 1.0
         confidence = min(MAX_CONFIDENCE, confidence * factor)
