@@ -28,8 +28,10 @@ from typing import Any
 CAUSE = {"preemption": "preemption-stall", "blocks": "preemption-stall", "seqs": "preemption-stall"}
 
 
-def cause_of(name: str) -> str:
-    return next((v for k, v in CAUSE.items() if name.startswith(k)), "step-time-sharing")
+def cause_of(name: str, preemptions: float) -> str:
+    """The run's cause; a KV-cache run whose vLLM counted no preemption (the cache was large enough) has none."""
+    cause = next((v for k, v in CAUSE.items() if name.startswith(k)), "step-time-sharing")
+    return "none" if cause == "preemption-stall" and preemptions == 0 else cause
 
 
 def recensus(folder: Path) -> dict[str, Any]:
@@ -59,7 +61,7 @@ def row(folder: Path) -> tuple[str, float, bool]:
     depth, felt = truth.get("ratio"), itl
     off = (f"{(felt / depth - 1):+.0%}" if isinstance(felt, float) and isinstance(depth, float) and depth > 0
            and math.isfinite(felt) and math.isfinite(depth) else "-")
-    right = v["mechanism"] == cause_of(folder.name)
+    right = v["mechanism"] == cause_of(folder.name, c["preemption"]["total"])
     line = (f"| {folder.name} | {flags} | {_f(depth)} | {_f(truth.get('decode_time_lost_share'))} | "
             f"{_f(truth['stalls']['stalled_share'])} | {v['mechanism']} {v['confidence']:.2f} | {_f(felt)} ({off}) | "
             f"{_f(losses['step_time_sharing'])} / {_f(losses['preemption_stall'])} / {_f(losses['eviction'])} |")
