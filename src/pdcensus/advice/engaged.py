@@ -91,9 +91,9 @@ def check_step_tokens(flag: str, value: str | None, before: ShapeSignals, after:
                "beyond_share_after": a["share"], "long_gaps_before": b["long_gaps"], "beyond_share_before": b["share"],
                "budget_tokens": float(value)}
     if not math.isfinite(a["share"]) or a["long_gaps"] < MIN_LONG_GAPS:
-        return ArmStep("counter", StepStatus.UNKNOWN, "too few decoder gaps beside prefill in the after window to time "
-                       f"a chunk (vllm:inter_token_latency_seconds with the counted steps; need {MIN_LONG_GAPS})",
-                       numbers)
+        few = ("too few decoder gaps beside prefill in the after window to time a chunk "
+               f"(vllm:inter_token_latency_seconds with the counted steps; need {MIN_LONG_GAPS})")
+        return _observed_at_most(flag, value, after, numbers, few)
     t = a["chunk_step_seconds"]
     text = (f"one {value}-token chunk step is {t * 1000:.0f} ms here (counted ledger); decoders' long gaps beside "
             f"prefill beyond {2 * t * 1000:.0f} ms: {a['share']:.0%} of {a['long_gaps']:.0f} after")
@@ -106,6 +106,26 @@ def check_step_tokens(flag: str, value: str | None, before: ShapeSignals, after:
         return ArmStep("counter", StepStatus.UNKNOWN, text + before_text + ": the before window's chunks were as "
                        "short already, so this count cannot tell the arm from no arm", numbers)
     return ArmStep("counter", StepStatus.PASSED, text + before_text, numbers)
+
+
+def _observed_at_most(flag: str, value: str, after: ShapeSignals, numbers: dict[str, float], few: str) -> ArmStep:
+    """Where the gaps cannot time a chunk: ``vllm:iteration_tokens_total`` with no observation above the budget
+    proves no step (and no whole prompt) carried more; observations above it cannot tell (prompts are observed
+    whole where their prefill ends), never a failure."""
+    hist = after.histograms.get(Signal.ITERATION_TOKENS)
+    if hist is None or hist.increases.size == 0:
+        return ArmStep("counter", StepStatus.UNKNOWN, few + "; no vllm:iteration_tokens_total either", numbers)
+    bounds = np.asarray(hist.upper_bounds, dtype=float)
+    at = int(np.searchsorted(bounds, float(value), side="left"))
+    rows = hist.increases[np.isfinite(hist.increases).all(axis=1)]
+    above = 0.0 if at >= bounds.size else float(rows[:, -1].sum() - rows[:, at].sum())
+    numbers = {**numbers, "observations_above_budget_after": above}
+    if above == 0:
+        return ArmStep("counter", StepStatus.PASSED, f"vllm:iteration_tokens_total: no observation above {flag} "
+                       f"{value} in the after window ({few.split(' (')[0]}, so the step sizes decide)", numbers)
+    return ArmStep("counter", StepStatus.UNKNOWN, few + f"; vllm:iteration_tokens_total has {above:.0f} observations "
+                   f"above {value}, which can be prompts chunked within it (vLLM observes a prompt whole where its "
+                   "prefill ends): cannot tell", numbers)
 
 
 MIN_STALL_CHANGE = 0.10  # the busy ITL p99 must fall by this share (verify-arm's MIN_CHANGE)
