@@ -70,15 +70,16 @@ def census(
         if client_records is not None:
             raise UsageError("--client-records goes with a recording SOURCE (its clock is aligned to the recording's)")
         t0, t1 = remote.window(start, end, window)
-        if selector is None:
-            found = api.discover_prometheus(prometheus, start=t0, end=t1, auth=connection.auth(),
-                                            timeout_seconds=connection.timeout_seconds)
-            print(f"census: no --selector: {found.describe()}", file=sys.stderr)
-            selector = found.selector()
-        reports = api.census_prometheus(prometheus, selector=selector, start=t0, end=t1, instance=instance,
-                                        segment=segment, auth=connection.auth(),
-                                        timeout_seconds=connection.timeout_seconds,
-                                        evidence=evidence, target_decode_share=target_decode_share, argv=argv)
+        with connection.overall_deadline():
+            if selector is None:
+                found = api.discover_prometheus(prometheus, start=t0, end=t1, auth=connection.auth(),
+                                                timeout_seconds=connection.timeout_seconds)
+                print(f"census: no --selector: {found.describe()}", file=sys.stderr)
+                selector = found.selector()
+            reports = api.census_prometheus(prometheus, selector=selector, start=t0, end=t1, instance=instance,
+                                            segment=segment, auth=connection.auth(),
+                                            timeout_seconds=connection.timeout_seconds, evidence=evidence,
+                                            target_decode_share=target_decode_share, argv=argv)
     elif source is None:
         raise UsageError("give a recording (file or sim output dir) or --prometheus URL")
     else:
