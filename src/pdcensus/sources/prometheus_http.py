@@ -40,6 +40,7 @@ import httpx
 
 from pdcensus.errors import CensusError, DataError, SourceUnreachableError, UsageError
 from pdcensus.sources.limits import MAX_BODY_ENV, deadline_left, max_body_bytes, read_capped
+from pdcensus.sources.prometheus_shapes import check_data
 
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 # The API answered that the query itself timed out or failed (Prometheus sends 503 for a query
@@ -267,7 +268,7 @@ class ApiClient:
             if answer.status_code in _RETRY_STATUS and _api_error_type(answer.content) not in _ANSWERED:
                 last = f"HTTP {answer.status_code} {answer.reason_phrase}{_api_error_suffix(answer.content)}"
                 continue
-            return self._decode(url, answer)
+            return self._decode(url, answer, path)
         overall = deadline_left()
         if overall is not None and overall[0] <= 0:
             raise self._fail(SourceUnreachableError, f"cannot reach {url}: the --deadline of {overall[1]:g}s for "
@@ -293,7 +294,7 @@ class ApiClient:
             await resp.aclose()
         return _Answer(resp.status_code, resp.reason_phrase, body)
 
-    def _decode(self, url: str, resp: _Answer) -> tuple[Any, list[str]]:
+    def _decode(self, url: str, resp: _Answer, path: str) -> tuple[Any, list[str]]:
         code = resp.status_code
         if code in (401, 403):
             raise self._fail(
@@ -325,6 +326,7 @@ class ApiClient:
             raise self._fail(UsageError if kind == "bad_data" else DataError, msg)
         if code >= 300:
             raise self._fail(DataError, f"{url}: HTTP {code} {resp.reason_phrase}")
+        check_data(url, path.split("?", 1)[0], body.get("data"))
         warnings = [f"{url}: {w}" for w in _notes(body, "warnings", url)]
         if body.get("isPartial"):  # VictoriaMetrics cluster: a storage node did not answer
             warnings.append(f"{url}: partial response (isPartial: a storage node did not answer)")

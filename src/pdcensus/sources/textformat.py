@@ -61,6 +61,7 @@ from pdcensus.sources.limits import (
 from pdcensus.sources.sample_table import SampleTable
 
 CHUNK_BYTES = 16 << 20
+MAX_TIMESTAMP_SECONDS = 1e11  # year 5138: a larger timestamp is in the wrong unit
 DEFAULT_JOB = "pdcensus"
 _RECORDING_SUFFIXES = (".gz", ".om", ".prom", ".txt", ".metrics", ".openmetrics")
 
@@ -441,6 +442,7 @@ class _TextReader:
             if self.options.scrape_time is None:
                 raise DataError(f"{self.source}: samples have no timestamp; give the scrape time")
             seconds = np.where(missing, self.options.scrape_time, seconds)
+        self._check_timestamps(seconds, lines)
         if not explicit and not self.openmetrics:
             seconds = self._add_up(seconds)
         families = {
@@ -448,6 +450,18 @@ class _TextReader:
             for name, d in self.drafts.items()
         }
         return self.table.to_recording(families, timestamps_seconds=seconds, forbid_backwards=self.openmetrics)
+
+    def _check_timestamps(self, seconds: np.ndarray, lines: np.ndarray) -> None:
+        """A timestamp no clock gives (past year 5138, or not finite) is refused with its line, not read as data."""
+        bad = ~np.isfinite(seconds) | (np.abs(seconds) > MAX_TIMESTAMP_SECONDS)
+        if not bad.any():
+            return
+        first = int(np.argmax(bad))
+        unit, wrong, kind = (("seconds", "milliseconds", "an OpenMetrics") if self.openmetrics
+                             else ("milliseconds", "microseconds", "a Prometheus 0.0.4"))
+        shown = f"{seconds[first]:.6g} s" if np.isfinite(seconds[first]) else str(seconds[first])
+        self._fail(int(lines[first]), f"timestamp {shown} is past year 5138 ({int(bad.sum())} such sample(s)): "
+                                      f"{wrong} in {kind} file, which counts {unit}?")
 
     def _add_up(self, seconds: np.ndarray) -> np.ndarray:
         """Add ``up`` = 1 at the scrape time for each endpoint of a timestamp-less scrape."""
