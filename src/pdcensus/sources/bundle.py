@@ -33,7 +33,7 @@ from typing import Any
 import httpx
 
 from pdcensus.errors import DataError, UsageError
-from pdcensus.sources.limits import DEFAULT_MAX_SCRAPE, MAX_SCRAPE_ENV, capped_chunks, max_scrape_bytes
+from pdcensus.sources.limits import DEFAULT_MAX_SCRAPE, MAX_SCRAPE_ENV, capped_chunks, load_json, max_scrape_bytes
 
 SCHEMA = "pdcensus/bundle/v1"
 FILES = {
@@ -174,7 +174,7 @@ def _http_item(client: httpx.Client, name: str, url: str, want_json: bool, timeo
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return ItemResult(name, False, url, error=f"not JSON: {exc}"), b""
         except RecursionError:
-            return ItemResult(name, False, url, error="not JSON we can read: nested too deep"), b""
+            return ItemResult(name, False, url, error="not JSON pdcensus reads: nested too deep"), b""
     return ItemResult(name, True, url, FILES[name], len(body)), body
 
 
@@ -322,10 +322,7 @@ def read_bundle(path: str | Path) -> Bundle:
     def parsed(name: str) -> Any | None:
         if name not in members:
             return None
-        try:
-            return json.loads(members[name])
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise DataError(f"{p}: {name} is not valid JSON: {exc}") from None
+        return load_json(members[name], f"{p}: {name}")
 
     manifest = parsed(MANIFEST) or {}
     raw_argv = members.get(FILES["argv"]) or b""

@@ -27,11 +27,13 @@ made inside, however deep, stops when it has passed.
 from __future__ import annotations
 
 import contextvars
+import json
 import os
 import re
 import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
+from typing import Any
 
 from pdcensus.errors import DataError, UsageError
 
@@ -162,3 +164,29 @@ def deadline_left() -> tuple[float, float] | None:
     """``(seconds left, the deadline's length)`` (left is negative once passed), or None without one."""
     got = _deadline.get()
     return None if got is None else (got[0] - time.monotonic(), got[1])
+
+
+MAX_JSON_DEPTH = 64  # no side-channel document pdcensus reads nests deeper than a handful
+
+
+def load_json(data: bytes | str, what: str, max_depth: int = MAX_JSON_DEPTH) -> Any:
+    """``json.loads`` that refuses nesting past ``max_depth`` with one line (DataError), never a RecursionError.
+
+    The parser's own recursion limit stops a document nested 100,000 deep; what it parses is
+    then measured without recursion, so no reader further on meets a deeper one.
+    """
+    try:
+        doc = json.loads(data)
+    except RecursionError:
+        raise DataError(f"{what}: JSON nested deeper than {max_depth} levels; refused") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"{what} is not valid JSON: {exc}") from None
+    stack: list[tuple[Any, int]] = [(doc, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > max_depth:
+                raise DataError(f"{what}: JSON nested deeper than {max_depth} levels; refused")
+            children = node.values() if isinstance(node, dict) else node
+            stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return doc

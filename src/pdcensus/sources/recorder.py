@@ -112,6 +112,9 @@ class JournalWriter:
         self.blocks = 0  # committed scrape blocks in the file
         self.dropped_bytes = 0  # bytes of a torn tail cut off on resume
         self.resumed = False
+        if self.path.exists() and not self.path.is_file():
+            raise UsageError(f"--out {str(self.path)!r} is not a regular file (a journal is appended, fsynced and "
+                             f"cut back on a torn tail); give a file path, e.g. run{JOURNAL_SUFFIX}")
         size = self.path.stat().st_size if self.path.exists() else 0
         # a file cut inside the magic line (a crash while creating it) is started afresh
         partial_magic = 0 < size < len(MAGIC) and MAGIC.startswith(self.path.read_bytes())
@@ -130,19 +133,27 @@ class JournalWriter:
         except OSError:
             os.close(self._fd)
             raise UsageError(f"another recorder is writing {str(self.path)!r}") from None
-        if exists:
-            scan = scan_journal(self.path)
-            self.blocks, self.dropped_bytes = len(scan.blocks), scan.torn_bytes
-            self.resumed = True
-            self.size = scan.good_bytes
-            if scan.torn_bytes:
-                os.ftruncate(self._fd, self.size)
-                os.fsync(self._fd)
-        else:
-            self.size = 0
-            os.ftruncate(self._fd, 0)
-            self._append(MAGIC)
-            _fsync_dir(self.path)
+        try:
+            if exists:
+                scan = scan_journal(self.path)
+                self.blocks, self.dropped_bytes = len(scan.blocks), scan.torn_bytes
+                self.resumed = True
+                self.size = scan.good_bytes
+                if scan.torn_bytes:
+                    os.ftruncate(self._fd, self.size)
+                    os.fsync(self._fd)
+            else:
+                self.size = 0
+                os.ftruncate(self._fd, 0)
+                self._append(MAGIC)
+                _fsync_dir(self.path)
+        except OSError as exc:
+            self.close()
+            raise RecordWriteError(f"{self.path}: cannot prepare the journal "
+                                   f"({errno.errorcode.get(exc.errno or 0, '?')}: {exc.strerror})") from None
+        except CensusError:
+            self.close()
+            raise
 
     def _append(self, data: bytes) -> None:
         """Write ``data`` at the committed end and fsync; on failure cut back and raise."""
