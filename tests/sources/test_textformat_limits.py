@@ -106,3 +106,29 @@ def test_the_census_cli_refuses_a_newline_free_file_with_one_line_and_exit_3(tmp
                               text=True, timeout=60, check=False, env=dict(os.environ))
         assert done.returncode == 3, done.stderr
         assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: ") and said in done.stderr
+
+
+def _churn(path: Path, n: int) -> Path:
+    """``n`` scrapes, each with a new label set of one gauge: n series x n timestamps."""
+    rows = [f'x{{id="{i}"}} 1 {1.7e9 + i:.0f}' for i in range(n)]
+    path.write_text("# TYPE x gauge\n" + "\n".join(rows) + "\n# EOF\n")
+    return path
+
+
+def test_label_churn_past_the_grid_cap_is_refused_naming_its_size(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PDCENSUS_MAX_CELLS", "1000000")
+    with pytest.raises(DataError, match=r"2,000 series x 2,000 distinct timestamps, a grid of 4,000,000 cells.*"
+                                        r"PDCENSUS_MAX_CELLS=N"):
+        read_text(_churn(tmp_path / "churn.om", 2000), TextFormat.OPENMETRICS)
+
+
+def test_more_series_than_the_series_cap_are_refused_as_they_come(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PDCENSUS_MAX_SERIES", "500")
+    with pytest.raises(DataError, match=r"more than 500 distinct series \(label churn\?\).*PDCENSUS_MAX_SERIES=N"):
+        read_text(_churn(tmp_path / "churn.om", 2000), TextFormat.OPENMETRICS)
+
+
+def test_the_same_churn_under_the_caps_reads(tmp_path: Path) -> None:
+    assert len(read_text(_churn(tmp_path / "churn.om", 300), TextFormat.OPENMETRICS).endpoint().keys) == 300

@@ -14,6 +14,7 @@ a ``MemoryError``. So:
     one line of a text recording                                      16 MiB   PDCENSUS_MAX_LINE
     a gzip recording, decompressed                                    16 GiB   PDCENSUS_MAX_DECOMPRESSED
     distinct series in one recording                               1,000,000   PDCENSUS_MAX_SERIES
+    one endpoint's timestamps x series (17 bytes each)           100,000,000   PDCENSUS_MAX_CELLS
 
 A body or a line over its cap is refused as it streams in (exit 3), with the cap and the
 variable that raises it; nothing past the cap is read. Sizes take ``B``, ``KiB``, ``MiB``,
@@ -42,12 +43,14 @@ MAX_SCRAPE_ENV = "PDCENSUS_MAX_SCRAPE"
 MAX_LINE_ENV = "PDCENSUS_MAX_LINE"
 MAX_DECOMPRESSED_ENV = "PDCENSUS_MAX_DECOMPRESSED"
 MAX_SERIES_ENV = "PDCENSUS_MAX_SERIES"
+MAX_CELLS_ENV = "PDCENSUS_MAX_CELLS"
 
 DEFAULT_MAX_BODY = 256 << 20
 DEFAULT_MAX_SCRAPE = 64 << 20
 DEFAULT_MAX_LINE = 16 << 20
 DEFAULT_MAX_DECOMPRESSED = 16 << 30
 DEFAULT_MAX_SERIES = 1_000_000
+DEFAULT_MAX_CELLS = 100_000_000
 
 _UNITS = {"": 1, "b": 1, "k": 1 << 10, "kib": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mib": 1 << 20,
           "mb": 1 << 20, "g": 1 << 30, "gib": 1 << 30, "gb": 1 << 30}
@@ -107,14 +110,23 @@ def max_decompressed_bytes() -> int:
     return _cap(MAX_DECOMPRESSED_ENV, DEFAULT_MAX_DECOMPRESSED)
 
 
+def _count(env: str, default: int) -> int:
+    text = os.environ.get(env, "").strip().replace("_", "")
+    if not text:
+        return default
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"${env}: want a whole number, got {text!r}")
+    return int(text)
+
+
 def max_series() -> int:
     """The cap on distinct series in one recording."""
-    text = os.environ.get(MAX_SERIES_ENV, "").strip()
-    if not text:
-        return DEFAULT_MAX_SERIES
-    if not text.isdigit() or int(text) < 1:
-        raise UsageError(f"${MAX_SERIES_ENV}: want a whole number of series, got {text!r}")
-    return int(text)
+    return _count(MAX_SERIES_ENV, DEFAULT_MAX_SERIES)
+
+
+def max_cells() -> int:
+    """The cap on one endpoint's dense grid: distinct timestamps x series."""
+    return _count(MAX_CELLS_ENV, DEFAULT_MAX_CELLS)
 
 
 def over_cap(what: str, cap: int, env: str) -> DataError:
