@@ -7,11 +7,11 @@ handler still trickling and stops the server.
 
 from __future__ import annotations
 
-import gzip
 import http.server
 import json
 import threading
 import time
+import zlib
 from collections.abc import Callable
 
 Handler = Callable[[http.server.BaseHTTPRequestHandler, int], None]
@@ -114,7 +114,7 @@ def good_answer(req: http.server.BaseHTTPRequestHandler) -> None:
 
 def big_body(size: int, *, gzipped: bool = False, content_type: str = "application/json"
              ) -> Callable[[http.server.BaseHTTPRequestHandler], None]:
-    """``size`` bytes of body (spaces after a JSON start), sent chunked; gzip-encoded if asked."""
+    """``size`` bytes of body (spaces after a JSON start), streamed chunked; gzip-encoded if asked."""
     def send(req: http.server.BaseHTTPRequestHandler) -> None:
         req.send_response(200)
         req.send_header("Content-Type", content_type)
@@ -122,11 +122,23 @@ def big_body(size: int, *, gzipped: bool = False, content_type: str = "applicati
         if gzipped:
             req.send_header("Content-Encoding", "gzip")
         req.end_headers()
-        raw = b'{"status":"success","data":[' + b" " * (size - 28)
-        payload = gzip.compress(raw, compresslevel=9) if gzipped else raw
-        for at in range(0, len(payload), 64 << 10):
-            piece = payload[at:at + (64 << 10)]
-            req.wfile.write(f"{len(piece):x}\r\n".encode() + piece + b"\r\n")
+        packer = zlib.compressobj(9, zlib.DEFLATED, 31) if gzipped else None  # wbits 31: a gzip stream
+
+        def write(data: bytes) -> None:
+            data = packer.compress(data) if packer is not None else data
+            if data:
+                req.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+
+        head = b'{"status":"success","data":['
+        write(head)
+        left = size - len(head)
+        while left > 0:
+            n = min(left, 1 << 20)
+            write(b" " * n)
+            left -= n
+        if packer is not None:
+            tail = packer.flush()
+            req.wfile.write(f"{len(tail):x}\r\n".encode() + tail + b"\r\n")
         req.wfile.write(b"0\r\n\r\n")
     return send
 
