@@ -157,3 +157,10 @@ def test_record_out_dev_full_is_a_usage_error_not_an_internal_one() -> None:
     done = _cli("record", "http://127.0.0.1:9/metrics", "--out", "/dev/full", "--duration", "1s")
     assert done.returncode == 2, done.stderr
     assert "'/dev/full' is not a regular file" in _error(done)
+
+
+def test_record_fpm_out_dev_full_is_exit_3_with_one_line() -> None:
+    pytest.importorskip("zmq")
+    done = _cli("record", "--fpm", "tcp://127.0.0.1:9", "--out", "/dev/full", "--duration", "1s")
+    assert done.returncode == 3, done.stderr
+    assert "/dev/full: disk full (ENOSPC" in _error(done)
