@@ -12,6 +12,7 @@
     │   └── QueryEvaluationError exit 3: Prometheus would refuse this query over this data
     ├── UnsupportedQueryError   exit 3: a PromQL construct outside our exact subset
     ├── RecordWriteError        exit 3: a recorder's journal could not be written
+    ├── ReportWriteError        exit 3: a report file (--html, --markdown) could not be written
     └── SourceUnreachableError  exit 4: a server could not be reached
 
 Messages quote the offending input and list the valid choices where there are any.
@@ -78,6 +79,13 @@ class UnsupportedQueryError(CensusError):
 
 class RecordWriteError(CensusError):
     """A recorder's journal could not be written (disk full, file-size limit, I/O error); exit 3."""
+
+
+class ReportWriteError(CensusError):
+    """A report file could not be written (missing directory, read-only, disk full); exit 3.
+
+    The terminal report is printed first, and nothing partial is left at the path.
+    """
 
 
 class SourceUnreachableError(CensusError):

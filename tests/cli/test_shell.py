@@ -32,7 +32,7 @@ def test_no_help_page_shows_a_type_beside_a_plain_switch() -> None:
 def test_the_three_remote_commands_take_the_same_connection_options_from_one_declaration() -> None:
     group = click_group()
     expected = {"--" + name.replace("_", "-") for name in ConnectionOptions.__dataclass_fields__}
-    assert len(expected) == 8
+    assert len(expected) == 9  # auth (5), TLS (2), --timeout, --deadline
     for name in ("census", "query", "fleet"):
         opts = {opt for param in group.commands[name].params for opt in getattr(param, "opts", ())}
         assert expected <= opts, (name, expected - opts)

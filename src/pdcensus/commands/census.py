@@ -5,13 +5,16 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from pdcensus.commands import remote
 from pdcensus.commands.base import app, parse_window
 from pdcensus.errors import UsageError
+
+if TYPE_CHECKING:
+    from pdcensus.advice.endpoint_report import EndpointReport
 
 
 @app.command()
@@ -49,7 +52,12 @@ def census(
     window: remote.WindowOpt = "6h",
     connection: remote.ConnectionOptions = remote.ConnectionOptions(),
 ) -> None:
-    """Which mechanism makes decode collapse while another session prefills, how sure, and which knob acts on it."""
+    """Which mechanism makes decode collapse while another session prefills, how sure, and which knob acts on it.
+
+    Exit 0: the census ran. Exit 2: usage. Exit 3: the data cannot be used, or an --html/--markdown
+    file cannot be written (the report is printed first; the file is written whole or not at all).
+    Exit 4: the --prometheus server cannot be reached within --timeout/--deadline.
+    """
     from pdcensus import api
     from pdcensus.census.model import reports_to_dict
 
@@ -70,15 +78,16 @@ def census(
         if client_records is not None:
             raise UsageError("--client-records goes with a recording SOURCE (its clock is aligned to the recording's)")
         t0, t1 = remote.window(start, end, window)
-        if selector is None:
-            found = api.discover_prometheus(prometheus, start=t0, end=t1, auth=connection.auth(),
-                                            timeout_seconds=connection.timeout_seconds)
-            print(f"census: no --selector: {found.describe()}", file=sys.stderr)
-            selector = found.selector()
-        reports = api.census_prometheus(prometheus, selector=selector, start=t0, end=t1, instance=instance,
-                                        segment=segment, auth=connection.auth(),
-                                        timeout_seconds=connection.timeout_seconds,
-                                        evidence=evidence, target_decode_share=target_decode_share, argv=argv)
+        with connection.overall_deadline():
+            if selector is None:
+                found = api.discover_prometheus(prometheus, start=t0, end=t1, auth=connection.auth(),
+                                                timeout_seconds=connection.timeout_seconds)
+                print(f"census: no --selector: {found.describe()}", file=sys.stderr)
+                selector = found.selector()
+            reports = api.census_prometheus(prometheus, selector=selector, start=t0, end=t1, instance=instance,
+                                            segment=segment, auth=connection.auth(),
+                                            timeout_seconds=connection.timeout_seconds, evidence=evidence,
+                                            target_decode_share=target_decode_share, argv=argv)
     elif source is None:
         raise UsageError("give a recording (file or sim output dir) or --prometheus URL")
     else:
@@ -89,24 +98,42 @@ def census(
                                  argv=argv)
     for warning in reports[0].source_warnings if reports else ():
         print(f"warning: {warning}", file=sys.stderr)
-    if html is not None:
-        from pdcensus.report.html import write_html
-
-        write_html(reports, html)
-    if markdown is not None:
-        from pdcensus.report.markdown import write_markdown
-
-        write_markdown(reports, markdown)
     if as_json:
         typer.echo(json.dumps(reports_to_dict(reports), allow_nan=False))
-        return
-    from rich.console import Console
+    else:
+        from rich.console import Console
 
-    from pdcensus.report.terminal import render
+        from pdcensus.report.terminal import render
 
-    console = Console(emoji=False)  # label values like ":smile:" stay text
-    for report in reports:
-        render(report, console, full=full)
-    for path in (html, markdown):
-        if path is not None:
-            console.print(f"wrote {path}")
+        console = Console(emoji=False)  # label values like ":smile:" stay text
+        for report in reports:
+            render(report, console, full=full)
+    _write_files(reports, html, markdown, say=not as_json)
+
+
+def _write_files(reports: list[EndpointReport], html: Path | None, markdown: Path | None, say: bool) -> None:
+    """Write --html and --markdown after the report is printed: one that fails is one line, exit 3."""
+    from pdcensus.errors import ReportWriteError
+
+    failed: list[ReportWriteError] = []
+    for path, kind in ((html, "html"), (markdown, "markdown")):
+        if path is None:
+            continue
+        try:
+            if kind == "html":
+                from pdcensus.report.html import write_html
+
+                write_html(reports, path)
+            else:
+                from pdcensus.report.markdown import write_markdown
+
+                write_markdown(reports, path)
+        except ReportWriteError as exc:
+            failed.append(exc)
+            continue
+        if say:
+            print(f"wrote {path}")
+    if len(failed) > 1:
+        print(f"error: {failed[0]}", file=sys.stderr)
+    if failed:
+        raise failed[-1]

@@ -120,10 +120,12 @@ def fleet_command(
         raise UsageError(f"--stride must be a whole multiple of --step ({step}), got {stride!r}")
     options = ScreenOptions(step_seconds=step_seconds, max_points=max_points, concurrency=concurrency,
                             recorded=recorded, stride_seconds=stride_seconds, measure_step=measure_step)
-    result = census_fleet(prometheus, selector=selector, start=t0, end=t1, examine=examine, concurrency=concurrency,
-                          batch_size=batch_size, auth=connection.auth(), timeout=connection.timeout_seconds,
-                          screen_options=options, state_path=state, resume=resume, html_dir=reports_dir,
-                          progress=_StageProgress(), screen_only=screen_only)
+    with connection.overall_deadline():
+        result = census_fleet(prometheus, selector=selector, start=t0, end=t1, examine=examine,
+                              concurrency=concurrency, batch_size=batch_size, auth=connection.auth(),
+                              timeout=connection.timeout_seconds, screen_options=options, state_path=state,
+                              resume=resume, html_dir=reports_dir, progress=_StageProgress(),
+                              screen_only=screen_only)
     if not selector.strip():
         print(f"fleet: no --selector: {_taken(result)}", file=sys.stderr)
     for warning in result.warnings:

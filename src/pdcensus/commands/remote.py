@@ -1,11 +1,11 @@
 """Options shared by the commands that read a Prometheus-compatible server, declared once.
 
 ``--prometheus URL`` with ``--selector`` and the window are typed aliases each command puts in
-its signature (their defaults differ per command). The eight connection options (auth given
+its signature (their defaults differ per command). The nine connection options (auth given
 only as the NAME of an environment variable or the PATH of a file: a secret on the command
-line would land in shell history and ``/proc/PID/cmdline``; the TLS choices; the timeout) are
+line would land in shell history and ``/proc/PID/cmdline``; the TLS choices; the per-request and overall deadlines) are
 one typed object, :class:`ConnectionOptions`: a command declares a ``connection:
-ConnectionOptions`` parameter and :func:`with_connection_options` puts the eight options in
+ConnectionOptions`` parameter and :func:`with_connection_options` puts the nine options in
 its place, so ``census``, ``query`` and ``fleet`` share one declaration and receive one value
 that yields the :class:`~pdcensus.sources.prometheus_http.AuthConfig`.
 """
@@ -16,6 +16,7 @@ import functools
 import inspect
 import time as _time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
@@ -58,7 +59,12 @@ class ConnectionOptions:
         "--ca-file", help="CA bundle to verify the server's TLS certificate.")] = None
     insecure_skip_verify: Annotated[bool, typer.Option(
         "--insecure-skip-verify", help="Do not verify the server's TLS certificate.")] = False
-    timeout: Annotated[str, typer.Option("--timeout", help="Per-request timeout, e.g. 30s.")] = "30s"
+    timeout: Annotated[str, typer.Option("--timeout", help=(
+        "Deadline for each request as a whole (connect, headers, the whole body, its retries), e.g. 30s; "
+        "a server that trickles its answer is cut off here."))] = "30s"
+    deadline: Annotated[str, typer.Option("--deadline", help=(
+        "Deadline for all the requests of the command together, e.g. 5m (0: none). Past it the "
+        "command stops with exit 4."))] = "0"
 
     def auth(self) -> AuthConfig:
         """The AuthConfig for these options (names and paths only; the secret is read later)."""
@@ -75,6 +81,12 @@ class ConnectionOptions:
     def timeout_seconds(self) -> float:
         return parse_duration(self.timeout)
 
+    def overall_deadline(self) -> AbstractContextManager[None]:
+        """A context inside which every request stops once ``--deadline`` has passed."""
+        from pdcensus.sources.limits import overall_deadline
+
+        return overall_deadline(None if self.deadline.strip() in ("", "0") else parse_duration(self.deadline))
+
 
 def _connection_parameters() -> list[inspect.Parameter]:
     hints = inspect.get_annotations(ConnectionOptions, eval_str=True)
@@ -86,7 +98,7 @@ _CONNECTION_PARAMETERS = _connection_parameters()
 
 
 def with_connection_options(command: Callable[..., None]) -> Callable[..., None]:
-    """Give ``command``'s ``connection: ConnectionOptions`` parameter to typer as the eight options it is built from."""
+    """Give ``command``'s ``connection: ConnectionOptions`` parameter to typer as the nine options it is built from."""
     signature = inspect.signature(command, eval_str=True)
     if "connection" not in signature.parameters:
         raise TypeError(f"{command.__name__} has no 'connection' parameter")
@@ -121,7 +133,8 @@ def fetch(
     from pdcensus.series.profiles import census_sample_names
     from pdcensus.sources.prometheus import fetch_recording
 
-    return fetch_recording(
-        url, selector=selector, start=start, end=end, names=names if names is not None else census_sample_names(),
-        auth=connection.auth(), timeout=connection.timeout_seconds,
-    )
+    with connection.overall_deadline():
+        return fetch_recording(
+            url, selector=selector, start=start, end=end, names=names if names is not None else census_sample_names(),
+            auth=connection.auth(), timeout=connection.timeout_seconds,
+        )

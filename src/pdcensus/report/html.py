@@ -25,6 +25,7 @@ from pdcensus.report.document_blocks import (
     Block, Bullets, Callout, Code, FigureBlock, Heading, Paragraph, Table,
 )
 from pdcensus.report.plots import render_svg
+from pdcensus.sources.atomic import write_atomically
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
@@ -100,9 +101,7 @@ def render_html(reports: CensusReport | Sequence[CensusReport], title: str | Non
 def write_html(reports: CensusReport | Sequence[CensusReport], path: str | Path,
                title: str | None = None) -> Path:
     """Write the page to ``path`` (UTF-8) and return the path."""
-    out = Path(path)
-    out.write_text(render_html(reports, title=title), encoding="utf-8")
-    return out
+    return write_atomically(path, render_html(reports, title=title))
 
 
 def render_document(doc: Document) -> str:

@@ -18,11 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pdcensus.census.model import SCHEMA, CensusReport
+from pdcensus.errors import ReportWriteError
 from pdcensus.report.document import Document, build_document
 from pdcensus.report.document_blocks import (
     Block, Bullets, Callout, Code, FigureBlock, Heading, Paragraph, Table, Tone,
 )
 from pdcensus.report.plots import render_svg
+from pdcensus.sources.atomic import write_atomically
 
 _SYNTAX = re.compile(r"([\\`*\[\]|])")
 _EDGE_UNDERSCORE = re.compile(r"(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])")
@@ -72,14 +74,14 @@ def write_markdown(reports: CensusReport | Sequence[CensusReport], path: str | P
     out = Path(path)
     plots = plots_dir_for(out)
     md = render_markdown(reports, plots_dir=plots.name, title=title)
-    plots.mkdir(parents=True, exist_ok=True)
-    written = [out]
-    out.write_text(md.text, encoding="utf-8")
-    for name, svg in md.plots.items():
-        target = plots / name
-        target.write_text('<?xml version="1.0" encoding="UTF-8"?>\n' + svg + "\n", encoding="utf-8")
-        written.append(target)
-    return written
+    try:
+        plots.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ReportWriteError(f"cannot write {str(out)!r}: cannot make {str(plots)!r}: {exc.strerror}") from None
+    written = []
+    for name, svg in md.plots.items():  # the figures first: the page never links to a missing one
+        written.append(write_atomically(plots / name, '<?xml version="1.0" encoding="UTF-8"?>\n' + svg + "\n"))
+    return [write_atomically(out, md.text), *written]
 
 
 def render_document(doc: Document, plots_dir: str) -> MarkdownReport:

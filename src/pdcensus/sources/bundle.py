@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 
 from pdcensus.errors import DataError, UsageError
+from pdcensus.sources.limits import DEFAULT_MAX_SCRAPE, MAX_SCRAPE_ENV, capped_chunks, load_json, max_scrape_bytes
 
 SCHEMA = "pdcensus/bundle/v1"
 FILES = {
@@ -46,7 +47,7 @@ HTTP_ITEMS = ("stats", "diagnostics", "metrics")  # what collect asks the endpoi
 MANIFEST = "manifest.json"
 ALLOWED_MEMBERS = frozenset({MANIFEST, *FILES.values()})
 PRIVILEGE_COMMANDS = frozenset({"sudo", "doas", "su", "pkexec", "run0"})
-MAX_ITEM_BYTES = 64 * 1024 * 1024
+MAX_ITEM_BYTES = DEFAULT_MAX_SCRAPE  # the head of a boot log kept; HTTP items: limits.max_scrape_bytes
 LOG_TIMEOUT_SECONDS = 60.0
 
 
@@ -145,23 +146,35 @@ def _read_argv(pid: int) -> tuple[ItemResult, bytes]:
     return ItemResult("argv", True, source, FILES["argv"], len(raw)), raw
 
 
-def _http_item(client: httpx.Client, name: str, url: str, want_json: bool) -> tuple[ItemResult, bytes]:
+def _http_item(client: httpx.Client, name: str, url: str, want_json: bool, timeout_seconds: float
+               ) -> tuple[ItemResult, bytes]:
+    """GET one item within ``timeout_seconds`` for the whole answer, refused past the scrape cap."""
+    cap = max_scrape_bytes()
+    deadline = time.monotonic() + timeout_seconds
+    late = ItemResult(name, False, url, error=f"no complete answer within {timeout_seconds:g}s", unreachable=True)
     try:
-        resp = client.get(url)
+        with client.stream("GET", url) as resp:
+            if resp.status_code != 200:
+                return ItemResult(name, False, url, error=f"HTTP {resp.status_code} {resp.reason_phrase}"), b""
+            parts: list[bytes] = []
+            for chunk in capped_chunks(resp.iter_bytes(), cap, "the answer", MAX_SCRAPE_ENV):
+                if time.monotonic() > deadline:  # a trickle: each read is in time, the whole is not
+                    return late, b""
+                parts.append(chunk)
     except httpx.TimeoutException:
-        return ItemResult(name, False, url, error="no answer in time", unreachable=True), b""
+        return late, b""
     except httpx.TransportError as exc:
         return ItemResult(name, False, url, error=f"{type(exc).__name__}: {exc}", unreachable=True), b""
-    if resp.status_code != 200:
-        return ItemResult(name, False, url, error=f"HTTP {resp.status_code} {resp.reason_phrase}"), b""
-    body = resp.content
-    if len(body) > MAX_ITEM_BYTES:
-        return ItemResult(name, False, url, error=f"answer of {len(body)} bytes is over {MAX_ITEM_BYTES}"), b""
+    except DataError as exc:
+        return ItemResult(name, False, url, error=str(exc)), b""
+    body = b"".join(parts)
     if want_json:
         try:
             json.loads(body)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             return ItemResult(name, False, url, error=f"not JSON: {exc}"), b""
+        except RecursionError:
+            return ItemResult(name, False, url, error="not JSON pdcensus reads: nested too deep"), b""
     return ItemResult(name, True, url, FILES[name], len(body)), body
 
 
@@ -210,6 +223,7 @@ def collect_bundle(
     if unknown:
         raise UsageError(f"cannot skip {', '.join(map(repr, unknown))}: expected one of: {', '.join(HTTP_ITEMS)}")
     log_argv = split_log_command(log_cmd) if log_cmd is not None else None
+    max_scrape_bytes()  # a bad $PDCENSUS_MAX_SCRAPE is a usage error before anything is asked
     base = url.rstrip("/")
     if not base.startswith(("http://", "https://")):
         raise UsageError(f"--url must be http(s)://HOST:PORT, got {url!r}")
@@ -221,7 +235,7 @@ def collect_bundle(
     with httpx.Client(timeout=timeout_seconds, follow_redirects=False) as client:
         for name in HTTP_ITEMS:
             if name not in skip:
-                items.append(_http_item(client, name, f"{base}/{name}", name != "metrics"))
+                items.append(_http_item(client, name, f"{base}/{name}", name != "metrics", timeout_seconds))
     if log_argv is not None:
         items.append(_run_log_command(log_argv))
     manifest: dict[str, Any] = {
@@ -308,10 +322,7 @@ def read_bundle(path: str | Path) -> Bundle:
     def parsed(name: str) -> Any | None:
         if name not in members:
             return None
-        try:
-            return json.loads(members[name])
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise DataError(f"{p}: {name} is not valid JSON: {exc}") from None
+        return load_json(members[name], f"{p}: {name}")
 
     manifest = parsed(MANIFEST) or {}
     raw_argv = members.get(FILES["argv"]) or b""

@@ -127,6 +127,8 @@ def load_client_records(path: str | Path) -> list[ClientRequest]:
             doc = json.loads(text)
         except json.JSONDecodeError as exc:
             raise ClientRecordsError(f"{p}: not JSON: {exc}") from exc
+        except RecursionError:
+            raise ClientRecordsError(f"{p}: JSON nested too deep to read") from None
         if not isinstance(doc, dict):
             raise ClientRecordsError(f"{p}: JSON top level is not an object")
         return read_guidellm(doc) if "benchmarks" in doc else read_benchmark_serving(doc)

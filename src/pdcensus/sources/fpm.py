@@ -24,6 +24,7 @@ written whole and flushed, a torn last line is ignored on load); :func:`load_fpm
 
 from __future__ import annotations
 
+import errno
 import os
 import threading
 import time
@@ -35,7 +36,7 @@ from typing import BinaryIO
 
 import msgspec
 
-from pdcensus.errors import DataError, RecordingParseError, UsageError
+from pdcensus.errors import DataError, RecordingParseError, RecordWriteError, UsageError
 from pdcensus.extras import FPM_MODULES, require_extra
 
 FPM_VERSION = 1
@@ -267,32 +268,37 @@ def record_fpm(
             socket.connect(endpoint)
         except zmq.ZMQError as exc:
             raise UsageError(f"cannot subscribe to {endpoint!r}: {exc}") from exc
-        with open(path, "ab") as fh:
-            header = {"schema": RECORD_SCHEMA, "address": endpoint, "started_unix_seconds": start}
-            _append(fh, msgspec.json.encode(header))
-            deadline = start + duration_seconds
-            while (remaining := deadline - clock()) > 0:
-                if (max_records is not None and stored >= max_records) or (stop and stop.is_set()):
-                    break
-                if not socket.poll(timeout=max(1, min(50, int(remaining * 1000)))):
-                    continue
-                frames = socket.recv_multipart()
-                received += 1
-                try:
-                    record = decode_frames(frames, clock())
-                except DataError:
-                    rejected += 1
-                    continue
-                if last_seq is not None and record.sequence > last_seq + 1:
-                    gaps += record.sequence - last_seq - 1
-                last_seq = record.sequence
-                heartbeats += record.is_heartbeat
-                _append(fh, msgspec.json.encode(record))
-                stored += 1
-                if on_record is not None:
-                    on_record(record)
-            fh.flush()
-            os.fsync(fh.fileno())
+        try:
+            with open(path, "ab") as fh:
+                header = {"schema": RECORD_SCHEMA, "address": endpoint, "started_unix_seconds": start}
+                _append(fh, msgspec.json.encode(header))
+                deadline = start + duration_seconds
+                while (remaining := deadline - clock()) > 0:
+                    if (max_records is not None and stored >= max_records) or (stop and stop.is_set()):
+                        break
+                    if not socket.poll(timeout=max(1, min(50, int(remaining * 1000)))):
+                        continue
+                    frames = socket.recv_multipart()
+                    received += 1
+                    try:
+                        record = decode_frames(frames, clock())
+                    except DataError:
+                        rejected += 1
+                        continue
+                    if last_seq is not None and record.sequence > last_seq + 1:
+                        gaps += record.sequence - last_seq - 1
+                    last_seq = record.sequence
+                    heartbeats += record.is_heartbeat
+                    _append(fh, msgspec.json.encode(record))
+                    stored += 1
+                    if on_record is not None:
+                        on_record(record)
+                fh.flush()
+                os.fsync(fh.fileno())
+        except OSError as exc:
+            what = "disk full" if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG) else "write failed"
+            raise RecordWriteError(f"{path}: {what} ({errno.errorcode.get(exc.errno or 0, '?')}: {exc.strerror}); "
+                                   f"{stored} record(s) written before it") from None
     finally:
         socket.close(linger=0)
         context.term()

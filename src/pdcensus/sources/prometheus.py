@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import Coroutine, Iterable
+from collections.abc import Coroutine
 from enum import Enum
 from typing import Any, TypeVar
 
@@ -142,13 +142,19 @@ class _Fetcher:
         window = self.end_ms - self.start_ms + 1
         expr = f"max(count_over_time({self.selector(name)}[{window}ms]))"
         data = await self.call("/api/v1/query", {"query": expr, "time": _fmt_time(self.end_ms / 1000)})
-        result = (data or {}).get("result") or []
-        return int(float(result[0]["value"][1])) if result else 0
+        result = self.result("/api/v1/query", data)
+        count = float(result[0].get("value", [0, "0"])[1]) if result else 0.0
+        return int(count) if math.isfinite(count) and count >= 0 else 0
 
-    def keep(self, metric: dict[str, str], points: Iterable[list[Any]]) -> None:
+    def result(self, path: str, data: Any) -> list[dict[str, Any]]:
+        """``data.result`` (its shape was checked by :mod:`pdcensus.sources.prometheus_shapes`)."""
+        return list(data.get("result") or []) if isinstance(data, dict) else []
+
+    def keep(self, series: dict[str, Any]) -> None:
+        metric = series["metric"]
         labels = normalize_labels((k, v) for k, v in metric.items() if k != "__name__")
         per = self.samples.setdefault(SeriesKey(metric.get("__name__", ""), labels), {})
-        for ts, value in points:
+        for ts, value in series.get("values") or []:
             t_ms = int(round(float(ts) * 1000))
             if self.start_ms <= t_ms <= self.end_ms:
                 per[t_ms] = float(value)
@@ -159,7 +165,7 @@ class _Fetcher:
         if not isinstance(data, dict) or data.get("resultType") != "matrix":
             kind = data.get("resultType") if isinstance(data, dict) else type(data).__name__
             raise DataError(f"{display_url(self.client.base_url)}: a range selector gave {kind!r}, not a matrix")
-        result = data.get("result") or []
+        result = self.result("/api/v1/query", data)
         if any(len(s.get("values") or []) > self.limit for s in result) and hi_ms - lo_ms > 1:
             if depth >= _MAX_SPLIT_DEPTH:
                 raise DataError(f"{expr}: still over {self.limit} points per series after {depth} splits")
@@ -169,7 +175,7 @@ class _Fetcher:
             )
             return
         for s in result:
-            self.keep(s["metric"], s.get("values") or [])
+            self.keep(s)
 
     async def raw(self, name: str, count: int) -> None:
         pieces = max(1, math.ceil((count + 1) / self.limit))
@@ -193,8 +199,8 @@ class _Fetcher:
             tasks.append(self.call("/api/v1/query_range", params))
             lo = hi + step_ms
         for data in await asyncio.gather(*tasks):
-            for s in (data or {}).get("result") or []:
-                self.keep(s["metric"], s.get("values") or [])
+            for s in self.result("/api/v1/query_range", data):
+                self.keep(s)
 
     async def families(self, names: set[str]) -> dict[str, Family]:
         try:
@@ -207,7 +213,7 @@ class _Fetcher:
             fam = _infer_family(name, names)
             for candidate in (name, fam.name, name.removesuffix("_total")):
                 entries = meta.get(candidate) if isinstance(meta, dict) else None
-                if entries:
+                if isinstance(entries, list) and entries and isinstance(entries[0], dict):
                     kind = str(entries[0].get("type", "unknown"))
                     mtype = MetricType(kind) if kind in MetricType._value2member_map_ else MetricType.UNKNOWN
                     fam = Family(candidate, mtype, str(entries[0].get("help", "")), str(entries[0].get("unit", "")))
@@ -299,6 +305,8 @@ async def _job_hint(f: _Fetcher) -> str:
     try:
         jobs = await f.call("/api/v1/label/job/values", {}, post=False)
     except CensusError:
+        return ""
+    if not isinstance(jobs, list):
         return ""
     return f"; jobs on this server: {', '.join(sorted(map(str, jobs)))}" if jobs else "; the server has no job label"
 

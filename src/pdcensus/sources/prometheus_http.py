@@ -6,11 +6,16 @@ turns that envelope into data plus warnings, and every failure into one of our e
 
 ::
 
-    timeout / connection error / 5xx / 429  -> retried with exponential backoff, then
-                                               SourceUnreachableError (exit 4)
+    timeout / connection error / 5xx / 429  -> retried with exponential backoff within the
+                                               call's deadline, then SourceUnreachableError (exit 4)
     401 / 403 / 404                         -> SourceUnreachableError (exit 4), not retried
     400 / 422 with errorType bad_data       -> UsageError (exit 2): the query was refused
-    other API error, invalid/truncated JSON -> DataError (exit 3)
+    other API error, invalid/truncated JSON,
+    a body over the cap, a wrong shape      -> DataError (exit 3)
+
+A call has one deadline, ``timeout_seconds``, for everything: connect, headers, the whole
+body, the retries and their back-off (and the command's ``--deadline`` where it sets one).
+The body is read as a stream and refused past :func:`pdcensus.sources.limits.max_body_bytes`.
 
 Secrets: a bearer token or a basic-auth password is read from an environment variable or
 a file named by :class:`AuthConfig`, never taken as a literal. The resolved value lives
@@ -24,6 +29,7 @@ import asyncio
 import json
 import os
 import ssl
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +39,8 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from pdcensus.errors import CensusError, DataError, SourceUnreachableError, UsageError
+from pdcensus.sources.limits import MAX_BODY_ENV, deadline_left, max_body_bytes, read_capped
+from pdcensus.sources.prometheus_shapes import check_data
 
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 # The API answered that the query itself timed out or failed (Prometheus sends 503 for a query
@@ -192,6 +200,7 @@ class ApiClient:
         self.timeout_seconds = timeout_seconds
         self.retry = retry or RetryPolicy()
         self.requests_made = 0
+        self.max_body_bytes = max_body_bytes()
         creds = resolve_credentials(self.auth)
         self._secrets = creds.secrets
         self._semaphore = asyncio.Semaphore(concurrency)
@@ -223,34 +232,69 @@ class ApiClient:
     async def call(
         self, path: str, params: Mapping[str, Any] | None = None, *, post: bool = False
     ) -> tuple[Any, list[str]]:
-        """One API call with retries; returns ``(data, warnings)`` or raises our error."""
+        """One API call with retries; returns ``(data, warnings)`` or raises our error.
+
+        The call, retries and back-off included, must finish within ``timeout_seconds`` of
+        when it got a connection slot, and within the overall deadline where one is set
+        (:func:`pdcensus.sources.limits.overall_deadline`): a server that trickles its answer
+        is cut off at the deadline, not at a per-read timeout it never trips.
+        """
         url = display_url(self.base_url + path)
         last = ""
+        attempts = 0
+        began: float | None = None
         for attempt in range(self.retry.attempts):
             if attempt:
-                await asyncio.sleep(self.retry.delay_seconds(attempt - 1))
+                delay = self.retry.delay_seconds(attempt - 1)
+                if began is not None and self._budget(began) <= delay:
+                    break  # no time left for another try
+                await asyncio.sleep(delay)
             try:
                 async with self._semaphore:
+                    began = time.monotonic() if began is None else began
+                    budget = self._budget(began)
+                    if budget <= 0:
+                        break
+                    attempts += 1
                     self.requests_made += 1
-                    if post:
-                        resp = await self._client.post(path, data=dict(params or {}))
-                    else:
-                        resp = await self._client.get(path, params=params)
-            except httpx.TimeoutException:
-                last = f"no answer within {self.timeout_seconds:g}s"
+                    async with asyncio.timeout(budget):
+                        answer = await self._send(path, params, post, url)
+            except (TimeoutError, httpx.TimeoutException):
+                last = f"no answer within {self.timeout_seconds:g}s (the --timeout for the whole request)"
                 continue
             except httpx.TransportError as exc:
                 last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
                 continue
-            if resp.status_code in _RETRY_STATUS and _api_error_type(resp) not in _ANSWERED:
-                last = f"HTTP {resp.status_code} {resp.reason_phrase}{_api_error_suffix(resp)}"
+            if answer.status_code in _RETRY_STATUS and _api_error_type(answer.content) not in _ANSWERED:
+                last = f"HTTP {answer.status_code} {answer.reason_phrase}{_api_error_suffix(answer.content)}"
                 continue
-            return self._decode(url, resp)
-        raise self._fail(
-            SourceUnreachableError, f"cannot reach {url}: {last} (after {self.retry.attempts} attempts)"
-        )
+            return self._decode(url, answer, path)
+        overall = deadline_left()
+        if overall is not None and overall[0] <= 0:
+            raise self._fail(SourceUnreachableError, f"cannot reach {url}: the --deadline of {overall[1]:g}s for "
+                                                     f"all requests ran out ({last or 'waiting for a slot'})")
+        tries = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
+        raise self._fail(SourceUnreachableError, f"cannot reach {url}: {last or 'no time left'} ({tries})")
 
-    def _decode(self, url: str, resp: httpx.Response) -> tuple[Any, list[str]]:
+    def _budget(self, began: float) -> float:
+        left = self.timeout_seconds - (time.monotonic() - began)
+        overall = deadline_left()
+        return min(left, overall[0]) if overall is not None else left
+
+    async def _send(self, path: str, params: Mapping[str, Any] | None, post: bool, url: str) -> _Answer:
+        if post:
+            request = self._client.build_request("POST", path, data=dict(params or {}))
+        else:
+            request = self._client.build_request("GET", path, params=params)
+        resp = await self._client.send(request, stream=True)
+        try:
+            body = await read_capped(resp.aiter_bytes(), self.max_body_bytes, f"{url}: the answer",
+                                     MAX_BODY_ENV)
+        finally:
+            await resp.aclose()
+        return _Answer(resp.status_code, resp.reason_phrase, body)
+
+    def _decode(self, url: str, resp: _Answer, path: str) -> tuple[Any, list[str]]:
         code = resp.status_code
         if code in (401, 403):
             raise self._fail(
@@ -266,6 +310,8 @@ class ApiClient:
             )
         try:
             body = json.loads(resp.content)
+        except RecursionError:
+            raise self._fail(DataError, f"{url}: HTTP {code}: the answer's JSON is nested too deep to read") from None
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise self._fail(
                 DataError,
@@ -280,25 +326,47 @@ class ApiClient:
             raise self._fail(UsageError if kind == "bad_data" else DataError, msg)
         if code >= 300:
             raise self._fail(DataError, f"{url}: HTTP {code} {resp.reason_phrase}")
-        warnings = [f"{url}: {w}" for w in body.get("warnings") or []]
+        check_data(url, path.split("?", 1)[0], body.get("data"))
+        warnings = [f"{url}: {w}" for w in _notes(body, "warnings", url)]
         if body.get("isPartial"):  # VictoriaMetrics cluster: a storage node did not answer
             warnings.append(f"{url}: partial response (isPartial: a storage node did not answer)")
-        warnings += [f"{url}: info: {w}" for w in body.get("infos") or []]
+        warnings += [f"{url}: info: {w}" for w in _notes(body, "infos", url)]
         return body.get("data"), [self._scrub(w) for w in warnings]
 
 
-def _api_error_type(resp: httpx.Response) -> str:
+@dataclass(frozen=True)
+class _Answer:
+    """One HTTP answer read whole (within the body cap)."""
+
+    status_code: int
+    reason_phrase: str
+    content: bytes
+
+
+def _notes(body: dict[str, Any], field_name: str, url: str) -> list[str]:
+    """``warnings``/``infos``: a list of strings; one string is one note; anything else is refused."""
+    notes = body.get(field_name)
+    if not notes:
+        return []
+    if isinstance(notes, str):
+        return [notes]
+    if not isinstance(notes, list):
+        raise DataError(f"{url}: not a Prometheus API answer ({field_name!r} is {type(notes).__name__}, not a list)")
+    return [str(n) for n in notes]
+
+
+def _api_error_type(content: bytes) -> str:
     try:
-        body = json.loads(resp.content)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        body = json.loads(content)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         return ""
     return str(body.get("errorType", "")) if isinstance(body, dict) and body.get("status") == "error" else ""
 
 
-def _api_error_suffix(resp: httpx.Response) -> str:
+def _api_error_suffix(content: bytes) -> str:
     try:
-        body = json.loads(resp.content)
-    except (json.JSONDecodeError, UnicodeDecodeError):
+        body = json.loads(content)
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
         return ""
     if isinstance(body, dict) and body.get("error"):
         return f": {str(body['error'])[:200]}"

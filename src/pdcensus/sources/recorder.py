@@ -25,7 +25,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 
-from pdcensus.errors import CensusError, RecordWriteError, UsageError
+from pdcensus.errors import CensusError, DataError, RecordWriteError, UsageError
+from pdcensus.sources.limits import MAX_SCRAPE_ENV, max_scrape_bytes, read_capped
 from pdcensus.sources.recorder_journal import (
     JOURNAL_SUFFIX,
     MAGIC,
@@ -53,6 +54,8 @@ __all__ = [
 # Prefer 0.0.4 text (what every engine serves); OpenMetrics is parsed too if that is what comes.
 ACCEPT = "text/plain;version=0.0.4;q=1,application/openmetrics-text;version=1.0.0;q=0.5,*/*;q=0.1"
 DEFAULT_JOB = "pdcensus-record"
+MAX_SCRAPE_SECONDS = 10.0  # a scrape's whole deadline is the interval, within these bounds
+MIN_SCRAPE_SECONDS = 0.5
 _DISK_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
 
 
@@ -109,6 +112,9 @@ class JournalWriter:
         self.blocks = 0  # committed scrape blocks in the file
         self.dropped_bytes = 0  # bytes of a torn tail cut off on resume
         self.resumed = False
+        if self.path.exists() and not self.path.is_file():
+            raise UsageError(f"--out {str(self.path)!r} is not a regular file (a journal is appended, fsynced and "
+                             f"cut back on a torn tail); give a file path, e.g. run{JOURNAL_SUFFIX}")
         size = self.path.stat().st_size if self.path.exists() else 0
         # a file cut inside the magic line (a crash while creating it) is started afresh
         partial_magic = 0 < size < len(MAGIC) and MAGIC.startswith(self.path.read_bytes())
@@ -127,19 +133,27 @@ class JournalWriter:
         except OSError:
             os.close(self._fd)
             raise UsageError(f"another recorder is writing {str(self.path)!r}") from None
-        if exists:
-            scan = scan_journal(self.path)
-            self.blocks, self.dropped_bytes = len(scan.blocks), scan.torn_bytes
-            self.resumed = True
-            self.size = scan.good_bytes
-            if scan.torn_bytes:
-                os.ftruncate(self._fd, self.size)
-                os.fsync(self._fd)
-        else:
-            self.size = 0
-            os.ftruncate(self._fd, 0)
-            self._append(MAGIC)
-            _fsync_dir(self.path)
+        try:
+            if exists:
+                scan = scan_journal(self.path)
+                self.blocks, self.dropped_bytes = len(scan.blocks), scan.torn_bytes
+                self.resumed = True
+                self.size = scan.good_bytes
+                if scan.torn_bytes:
+                    os.ftruncate(self._fd, self.size)
+                    os.fsync(self._fd)
+            else:
+                self.size = 0
+                os.ftruncate(self._fd, 0)
+                self._append(MAGIC)
+                _fsync_dir(self.path)
+        except OSError as exc:
+            self.close()
+            raise RecordWriteError(f"{self.path}: cannot prepare the journal "
+                                   f"({errno.errorcode.get(exc.errno or 0, '?')}: {exc.strerror})") from None
+        except CensusError:
+            self.close()
+            raise
 
     def _append(self, data: bytes) -> None:
         """Write ``data`` at the committed end and fsync; on failure cut back and raise."""
@@ -192,21 +206,35 @@ def _fsync_dir(path: Path) -> None:
 async def scrape_once(
     client: httpx.AsyncClient, target: Target, job: str, timeout_seconds: float
 ) -> tuple[ScrapeHeader, bytes, int]:
-    """One scrape: ``(header, body, sample count)``; a failure is ``up`` 0 with no body."""
+    """One scrape: ``(header, body, sample count)``; a failure is ``up`` 0 with no body.
+
+    ``timeout_seconds`` bounds the whole scrape (connect, headers, the whole body), not each
+    read, and the body is refused past :func:`pdcensus.sources.limits.max_scrape_bytes`.
+    """
     started = time.time()
     t0 = time.perf_counter()
     error, body, content_type, samples = "", b"", "", 0
     try:
-        resp = await client.get(target.url, headers={"Accept": ACCEPT}, timeout=timeout_seconds)
-        if resp.status_code != 200:
-            error = f"HTTP {resp.status_code} {resp.reason_phrase}"
-        else:
-            body, content_type = resp.content, resp.headers.get("content-type", "")
+        async with asyncio.timeout(timeout_seconds):
+            request = client.build_request("GET", target.url, headers={"Accept": ACCEPT}, timeout=timeout_seconds)
+            resp = await client.send(request, stream=True)
+            try:
+                if resp.status_code != 200:
+                    error = f"HTTP {resp.status_code} {resp.reason_phrase}"
+                else:
+                    body = await read_capped(resp.aiter_bytes(), max_scrape_bytes(), "the answer", MAX_SCRAPE_ENV)
+                    content_type = resp.headers.get("content-type", "")
+            finally:
+                await resp.aclose()
+        if not error:
             samples = count_samples(parse_exposition(body, content_type, started, job, target.instance))
-    except httpx.TimeoutException:
-        error = f"no answer within {timeout_seconds:g}s"
+    except (TimeoutError, httpx.TimeoutException):
+        error = f"no answer within {timeout_seconds:g}s (the deadline for the whole scrape)"
     except httpx.TransportError as exc:
         error = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    except DataError as exc:
+        error = str(exc) if "over the limit" in str(exc) else (
+            f"the answer does not parse as metrics text: {str(exc)[:200]}")
     except CensusError as exc:
         error = f"the answer does not parse as metrics text: {str(exc)[:200]}"
     duration = time.perf_counter() - t0
@@ -233,8 +261,11 @@ async def record(
 ) -> int:
     """Scrape ``targets`` every interval into the journal ``out`` until ``duration`` or ``stop``.
 
-    Returns the number of rounds made. Raises RecordWriteError on a full disk (the file
-    keeps every earlier scrape) and UsageError on bad arguments.
+    Each target keeps its own schedule, and each scrape its own deadline (the interval, at
+    most 10 s, as Prometheus's scrape_timeout): a target that trickles its answer or hangs misses its own slots, never the
+    others' (an interval under 0.5 s still gives each scrape 0.5 s: the target then skips
+    slots, and only its own). Returns the most scrapes any target made. Raises RecordWriteError on a full
+    disk (the file keeps every earlier scrape) and UsageError on bad arguments.
     """
     if interval_seconds <= 0:
         raise UsageError(f"--interval must be positive, got {interval_seconds:g}s")
@@ -248,30 +279,42 @@ async def record(
             raise UsageError(f"two URLs share the instance {t.instance!r}: {seen[t.instance]!r} and {t.url!r}")
         seen[t.instance] = t.url
     stop = stop or asyncio.Event()
-    timeout = min(10.0, interval_seconds)
-    rounds = 0
+    timeout = min(MAX_SCRAPE_SECONDS, max(MIN_SCRAPE_SECONDS, interval_seconds))
+    max_scrape_bytes()  # a bad $PDCENSUS_MAX_SCRAPE is a usage error before the first scrape
     with JournalWriter(out) as writer:
         if on_start:
             on_start(writer)
-        async with httpx.AsyncClient(transport=transport, follow_redirects=True) as client:
-            began, slot = time.monotonic(), 0
-            while not stop.is_set():
-                results = await asyncio.gather(*(scrape_once(client, t, job, timeout) for t in targets))
-                for target, (header, body, samples) in zip(targets, results):
+        limits = httpx.Limits(max_connections=None, max_keepalive_connections=len(targets))
+        async with httpx.AsyncClient(transport=transport, follow_redirects=True, limits=limits) as client:
+            began = time.monotonic()
+
+            async def scrape_target(target: Target) -> int:
+                slot = made = 0
+                while not stop.is_set():
+                    header, body, samples = await scrape_once(client, target, job, timeout)
                     writer.append(header, body)
+                    made += 1
                     if on_scrape:
-                        on_scrape(ScrapeOutcome(rounds, target, header.time, header.up, samples,
+                        on_scrape(ScrapeOutcome(made - 1, target, header.time, header.up, samples,
                                                 header.duration_seconds, header.error, writer.size))
-                rounds += 1
-                slot += 1
-                now = time.monotonic()
-                if now > began + slot * interval_seconds:  # a slow round: skip missed slots, as Prometheus does
-                    slot = int((now - began) // interval_seconds) + 1
-                if duration_seconds is not None and slot * interval_seconds >= duration_seconds:
-                    break
-                next_at = began + slot * interval_seconds
-                try:
-                    await asyncio.wait_for(stop.wait(), timeout=max(0.0, next_at - time.monotonic()))
-                except asyncio.TimeoutError:
-                    pass
-    return rounds
+                    slot += 1
+                    now = time.monotonic()
+                    if now > began + slot * interval_seconds:  # a slow scrape: skip missed slots, as Prometheus does
+                        slot = int((now - began) // interval_seconds) + 1
+                    if duration_seconds is not None and slot * interval_seconds >= duration_seconds:
+                        break
+                    next_at = began + slot * interval_seconds
+                    try:
+                        await asyncio.wait_for(stop.wait(), timeout=max(0.0, next_at - time.monotonic()))
+                    except asyncio.TimeoutError:
+                        pass
+                return made
+
+            tasks = [asyncio.create_task(scrape_target(t)) for t in targets]
+            try:
+                made = await asyncio.gather(*tasks)  # a full disk stops every target
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+    return max(made)

@@ -7,6 +7,11 @@ timestamps go backwards) and places every sample in its endpoint's scrape-by-ser
 matrix with one ``searchsorted`` and one scatter per endpoint, instead of a Python loop
 per sample (``RecordingBuilder`` does the same job one sample at a time).
 
+The matrix is dense, so a recording whose series churn (a new label set every scrape) costs
+timestamps x series cells: more than :func:`pdcensus.sources.limits.max_cells` (17 bytes a
+cell) or more than ``max_series`` distinct series is refused with one line, not a
+``MemoryError``.
+
 Timestamps are rounded to the millisecond first, as Prometheus stores them, so two samples
 less than half a millisecond apart are the same sample.
 """
@@ -17,8 +22,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pdcensus.errors import RecordingParseError
+from pdcensus.errors import DataError, RecordingParseError
 from pdcensus.series.model import Endpoint, Family, Recording, SeriesKey
+from pdcensus.sources.limits import MAX_CELLS_ENV, MAX_SERIES_ENV, max_cells, max_series
 
 
 @dataclass
@@ -32,11 +38,16 @@ class SampleTable:
     _values: list[np.ndarray] = field(default_factory=list)
     _timestamps: list[np.ndarray] = field(default_factory=list)
     _lines: list[np.ndarray] = field(default_factory=list)
+    max_series: int = field(default_factory=max_series)
+    max_cells: int = field(default_factory=max_cells)
 
     def series_id(self, key: SeriesKey) -> int:
-        """The id of ``key``, assigning the next one on first sight."""
+        """The id of ``key``, assigning the next one on first sight (refused past ``max_series``)."""
         found = self.key_ids.get(key)
         if found is None:
+            if len(self.keys) >= self.max_series:
+                raise DataError(f"{self.source}: more than {self.max_series:,} distinct series (label churn?); "
+                                f"refused before reading on (raise the limit with {MAX_SERIES_ENV}=N)")
             found = self.key_ids[key] = len(self.keys)
             self.keys.append(key)
         return found
@@ -108,6 +119,12 @@ class SampleTable:
         row_ts = np.unique(ts)
         rows = np.searchsorted(row_ts, ts)
         n_cols = len(order_keys)
+        if len(row_ts) * n_cols > self.max_cells:  # the grid is dense: timestamps x series, 17 bytes a cell
+            raise DataError(
+                f"{self.source}: endpoint {instance or job!r} has {n_cols:,} series x {len(row_ts):,} distinct "
+                f"timestamps, a grid of {len(row_ts) * n_cols:,} cells (~{len(row_ts) * n_cols * 17 / 2**30:.1f} GiB); "
+                f"refused over the limit of {self.max_cells:,} cells (label churn or unaligned timestamps?; "
+                f"raise it with {MAX_CELLS_ENV}=N)")
         self._check_order(cols, rows, lines, forbid_backwards, order_keys)
         cells = rows * n_cols + cols
         matrix = np.full(len(row_ts) * n_cols, np.nan)

@@ -12,6 +12,11 @@ names with its line number. That is what makes a day of 15 s scrapes load in abo
 second, where prometheus_client's parser (one regex-free Python loop per character) takes
 a minute; see BENCHMARKS.md.
 
+No line may be longer than :func:`pdcensus.sources.limits.max_line_bytes` (16 MiB) and a
+gzip file may not decompress to more than ``max_decompressed_bytes`` (16 GiB): either is
+refused as soon as it is passed, so a file with no newline, a 2 GB comment line or a gzip
+bomb costs one chunk of memory, not the whole file.
+
 Units: OpenMetrics timestamps are float seconds; 0.0.4 timestamps are integer
 milliseconds. A sample without a timestamp is taken at ``scrape_time``. Samples without
 ``job``/``instance`` labels get the caller's (``job="pdcensus"``, ``instance`` = the file's
@@ -45,9 +50,18 @@ from pdcensus.sources.exposition_lines import (
     parse_series_text,
     quote,
 )
+from pdcensus.sources.limits import (
+    MAX_DECOMPRESSED_ENV,
+    MAX_LINE_ENV,
+    human_size,
+    max_decompressed_bytes,
+    max_line_bytes,
+    over_cap,
+)
 from pdcensus.sources.sample_table import SampleTable
 
 CHUNK_BYTES = 16 << 20
+MAX_TIMESTAMP_SECONDS = 1e11  # year 5138: a larger timestamp is in the wrong unit
 DEFAULT_JOB = "pdcensus"
 _RECORDING_SUFFIXES = (".gz", ".om", ".prom", ".txt", ".metrics", ".openmetrics")
 
@@ -157,14 +171,17 @@ class _TextReader:
     fmt: TextFormat
     options: ReadOptions
     chunk_bytes: int = CHUNK_BYTES
+    max_line_bytes: int = 0  # 0: limits.max_line_bytes()
     table: SampleTable = field(init=False)
     drafts: dict[str, _FamilyDraft] = field(default_factory=dict)
     text_ids: dict[str, int] = field(default_factory=dict)
     eof_line: int = 0
     n_lines: int = 0
+    max_line: int = field(init=False)
 
     def __post_init__(self) -> None:
         self.table = SampleTable(self.source)
+        self.max_line = self.max_line_bytes or max_line_bytes()
 
     @property
     def openmetrics(self) -> bool:
@@ -185,15 +202,26 @@ class _TextReader:
         carry = b""
         line = 1
         first = True
+        total = 0
+        gzipped = isinstance(fh, gzip.GzipFile)
+        max_line = self.max_line
+        max_total = max_decompressed_bytes() if gzipped else 0
         while True:
-            block = fh.read(self.chunk_bytes)
+            block = fh.read(min(self.chunk_bytes, max_line + 1))
             if not block:
                 break
+            total += len(block)
+            if max_total and total > max_total:
+                raise over_cap(f"{self.source}: the decompressed recording", max_total, MAX_DECOMPRESSED_ENV)
             buf = carry + block if carry else block
             if first:
                 self._check_text_start(buf)
                 first = False
             cut = buf.rfind(b"\n")
+            if len(buf) - cut - 1 > max_line:  # the line still open after the last newline
+                at = line + (buf.count(b"\n") if cut >= 0 else 0)
+                self._check_binary(buf[cut + 1:cut + 1 + 4096], at)
+                self._line_too_long(at, buf[cut + 1:cut + 81].decode("utf-8", "replace"))
             if cut < 0:
                 carry = buf
                 continue
@@ -210,6 +238,10 @@ class _TextReader:
             if self.eof_line:
                 self._fail(self.eof_line + 1, "text after '# EOF'")
             self._fail(line, f"last line has no newline (truncated mid-line?): {quote(text)}")
+
+    def _line_too_long(self, line: int, head: str) -> None:
+        self._fail(line, f"a line longer than {human_size(self.max_line)}: {quote(head[:80])}; refused before "
+                         f"reading the rest (raise the limit with {MAX_LINE_ENV}=SIZE)")
 
     def _check_text_start(self, buf: bytes) -> None:
         stripped = buf.lstrip()
@@ -246,6 +278,11 @@ class _TextReader:
         if lines.height != n_lines:
             self._read_chunk_slowly(chunk, first_line)
             return
+        if len(chunk) > self.max_line:  # a whole line inside the chunk may still be over the cap
+            lengths = lines["l"].str.len_bytes().fill_null(0)
+            longest = int(lengths.arg_max() or 0)
+            if int(lengths[longest]) > self.max_line:
+                self._line_too_long(first_line + longest, str(lines["l"][longest]))
         self._bulk(lines.with_row_index("row"), first_line, chunk.isascii())
         if self.eof_line and self.eof_line != first_line + n_lines - 1:
             self._fail(self.eof_line + 1, "text after '# EOF'")
@@ -314,6 +351,9 @@ class _TextReader:
         for i, line in enumerate(text.split("\n")[:-1]):
             number = first_line + i
             line = line.removesuffix("\r")
+            if len(line) > self.max_line:  # characters <= bytes: a cheap first test
+                if len(line.encode("utf-8")) > self.max_line:
+                    self._line_too_long(number, line[:80])
             if self.eof_line and number > self.eof_line:
                 self._fail(self.eof_line + 1, "text after '# EOF'")
             if not line:
@@ -402,6 +442,7 @@ class _TextReader:
             if self.options.scrape_time is None:
                 raise DataError(f"{self.source}: samples have no timestamp; give the scrape time")
             seconds = np.where(missing, self.options.scrape_time, seconds)
+        self._check_timestamps(seconds, lines)
         if not explicit and not self.openmetrics:
             seconds = self._add_up(seconds)
         families = {
@@ -409,6 +450,18 @@ class _TextReader:
             for name, d in self.drafts.items()
         }
         return self.table.to_recording(families, timestamps_seconds=seconds, forbid_backwards=self.openmetrics)
+
+    def _check_timestamps(self, seconds: np.ndarray, lines: np.ndarray) -> None:
+        """A timestamp no clock gives (past year 5138, or not finite) is refused with its line, not read as data."""
+        bad = ~np.isfinite(seconds) | (np.abs(seconds) > MAX_TIMESTAMP_SECONDS)
+        if not bad.any():
+            return
+        first = int(np.argmax(bad))
+        unit, wrong, kind = (("seconds", "milliseconds", "an OpenMetrics") if self.openmetrics
+                             else ("milliseconds", "microseconds", "a Prometheus 0.0.4"))
+        shown = f"{seconds[first]:.6g} s" if np.isfinite(seconds[first]) else str(seconds[first])
+        self._fail(int(lines[first]), f"timestamp {shown} is past year 5138 ({int(bad.sum())} such sample(s)): "
+                                      f"{wrong} in {kind} file, which counts {unit}?")
 
     def _add_up(self, seconds: np.ndarray) -> np.ndarray:
         """Add ``up`` = 1 at the scrape time for each endpoint of a timestamp-less scrape."""
