@@ -350,8 +350,9 @@ def _weigh_severity(rec: Recommendation, report: CensusReport) -> Recommendation
     ttft = (f"stretches a prefilling prompt's TTFT about {stretch:.1f}x" if _finite(stretch) and stretch > 1
             else f"costs this: {rec.cost.rstrip('.')}" if rec.cost else "has the cost shown below")
     feel = (f"; ITL p99 is {f.itl_p99_ratio:.1f}x while it acts" if _finite(f.itl_p99_ratio) else "")
-    note = (f"{rec.mechanism} is minor here: {100 * f.loss_share:.1f} % of decoders' time overall, decode at "
-            f"{f.depth:.2f} of idle while it acts{feel}. {rec.knob} {rec.value} wins back at most that "
+    depth = f", decode at {f.depth:.2f} of idle while it acts" if _finite(f.depth) else ""
+    note = (f"{rec.mechanism} is minor here: {100 * f.loss_share:.1f} % of decoders' time overall{depth}{feel}. "
+            f"{rec.knob} {rec.value} wins back at most that "
             f"{100 * f.loss_share:.1f} % and {ttft}. It is worth it only if the stall while prefill runs is what users "
             "feel (streaming ITL), not for throughput; otherwise leave it")
     return replace(rec, notes=(note, *rec.notes))
