@@ -221,10 +221,12 @@ def recommend_arena(ledger: LedgerResult, report: CensusReport, flags: Mapping[s
                 new_budget, budget, ledger.chunk_step_seconds, ledger.decode_step_seconds)
     if floor is not None:
         predicted["stager_smallest_pass_tokens"] = float(floor)
-    summary = (f"{knob.flag} {value}: the arena a chunk step borrows shrinks to "
-               f"{predicted.get('arena_loan_fraction_of_now', math.nan):.0%} of now, so the expert slab "
+    loan, cost = (predicted.get(k, math.nan) for k in ("arena_loan_fraction_of_now", "prefill_seconds_per_token_ratio"))
+    summary = (f"{knob.flag} {value}: the arena a chunk step borrows shrinks"
+               + (f" to {loan:.0%} of now" if _finite(loan) else "") + ", so the expert slab "
                "loses less and the lagged decode tail should shrink; prefill costs "
-               f"x{predicted.get('prefill_seconds_per_token_ratio', math.nan):.2f} seconds per prompt token")
+               + (f"x{cost:.2f} seconds per prompt token" if _finite(cost) else "more seconds per prompt token "
+                                                                                  "(no budget known: no number)"))
     if not budget:
         notes.append("--max-num-batched-tokens not known (give the argv or boot ledger): no numbers")
     counter = ("no counter moves with the arena (it has no metric): verify argv, then the lag test in the "

@@ -93,9 +93,9 @@ def withhold(obj: T, window_seconds: float = math.inf, path: str = "") -> tuple[
                 changes[f.name] = clipped
         elif is_dataclass(value):
             new, more = withhold(value, window_seconds, where)
-            if more:
+            if new is not value:
                 changes[f.name] = new
-                notes.extend(more)
+            notes.extend(more)
         elif isinstance(value, tuple) and value and all(is_dataclass(v) for v in value):
             kept: list[Any] = []
             for i, item in enumerate(value):
@@ -114,3 +114,24 @@ def withhold(obj: T, window_seconds: float = math.inf, path: str = "") -> tuple[
 
 def _same(a: tuple[float, float], b: tuple[float, float]) -> bool:
     return all((math.isnan(x) and math.isnan(y)) or x == y for x, y in zip(a, b))
+
+
+def figures(obj: object, path: str = "") -> list[tuple[str, float, Domain]]:
+    """Every figure of ``obj`` that has a domain: ``(path, value, domain)``, an interval's bounds one by one."""
+    if not is_dataclass(obj) or isinstance(obj, type):
+        return []
+    out: list[tuple[str, float, Domain]] = []
+    for f in fields(obj):
+        value = getattr(obj, f.name)
+        where = f"{path}.{f.name}" if path else f.name
+        d = f.metadata.get(KEY)
+        if d is not None and isinstance(value, float):
+            out.append((where, value, d))
+        elif d is not None and isinstance(value, tuple):
+            out.extend((f"{where}[{i}]", float(x), d) for i, x in enumerate(value) if isinstance(x, float))
+        elif is_dataclass(value):
+            out.extend(figures(value, where))
+        elif isinstance(value, tuple):
+            for i, item in enumerate(value):
+                out.extend(figures(item, f"{where}[{i}]"))
+    return out

@@ -201,6 +201,7 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     dose = dose_response(p, wdec, prefill, running, a.busy, W, ledger_ms_per_1k_tokens=_ledger_ms_per_1k(s, excess, dt),
                          basis=f"prefill: {basis}")
     dose_result, dose_withheld = withhold(dose.result, path="dose_response")
+    dose = DoseFit(dose_result, dose.stall_seconds_per_token, dose.depth_at_top)
     if dose_withheld:  # a figure outside its domain is never reasoned from: the verdict reads no dose-response
         dose = DoseFit(replace(dose_result, available=False, reason="withheld: " + "; ".join(dose_withheld)),
                        None, None)
