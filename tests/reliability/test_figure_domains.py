@@ -181,7 +181,8 @@ def test_no_figure_of_a_real_recording_escapes_its_domain(path: Path) -> None:
 @pytest.mark.parametrize(("run", "withheld"), [
     pytest.param("llama70b-vllm0.15/tp4_bs256_offloadon", "dose_response.stall_ms_per_1k_tokens", id="negative-stall"),
     pytest.param("deepseek-r1-vllm0.19/tp4_bs64_offloadoff_s_5", "left out: a bucket has a width", id="empty-bucket"),
-    pytest.param("deepseek-r1-vllm0.19/tp8_bs512_offloadoff_s_8", "overload.queue_wait_seconds", id="wait-beyond-window"),
+    pytest.param("deepseek-r1-vllm0.19/tp8_bs512_offloadoff_s_8", "overload.queue_wait_seconds",
+                 id="wait-beyond-window"),
     pytest.param("deepseek-r1-vllm0.19/tp4_bs24_offloadon_s_4", None, id="nan-depth"),
 ])
 def test_the_issues_real_cases_are_withheld_and_named(run: str, withheld: str | None) -> None:

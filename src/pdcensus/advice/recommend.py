@@ -221,7 +221,8 @@ def recommend_arena(ledger: LedgerResult, report: CensusReport, flags: Mapping[s
                 new_budget, budget, ledger.chunk_step_seconds, ledger.decode_step_seconds)
     if floor is not None:
         predicted["stager_smallest_pass_tokens"] = float(floor)
-    loan, cost = (predicted.get(k, math.nan) for k in ("arena_loan_fraction_of_now", "prefill_seconds_per_token_ratio"))
+    loan = predicted.get("arena_loan_fraction_of_now", math.nan)
+    cost = predicted.get("prefill_seconds_per_token_ratio", math.nan)
     summary = (f"{knob.flag} {value}: the arena a chunk step borrows shrinks"
                + (f" to {loan:.0%} of now" if _finite(loan) else "") + ", so the expert slab "
                "loses less and the lagged decode tail should shrink; prefill costs "

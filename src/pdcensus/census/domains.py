@@ -109,7 +109,7 @@ def withhold(obj: T, window_seconds: float = math.inf, path: str = "") -> tuple[
                 notes.extend(more)
             if len(kept) != len(value) or any(a is not b for a, b in zip(kept, value)):
                 changes[f.name] = tuple(kept)
-    return (replace(obj, **changes) if changes else obj), tuple(notes)  # type: ignore[type-var]
+    return (replace(obj, **changes) if changes else obj), tuple(notes)
 
 
 def _same(a: tuple[float, float], b: tuple[float, float]) -> bool:
