@@ -101,8 +101,8 @@ def withhold(obj: T, window_seconds: float = math.inf, path: str = "") -> tuple[
             for i, item in enumerate(value):
                 label = getattr(item, "bucket", None) or getattr(getattr(item, "mechanism", None), "value", None) or i
                 broken = item.domain_violation() if hasattr(item, "domain_violation") else None
-                if broken:
-                    notes.append(f"{where}[{label}] left out: {broken}")
+                if broken:  # named by position: its own label would print the impossible figure
+                    notes.append(f"{where}[{i}] left out: {broken}")
                     continue
                 new, more = withhold(item, window_seconds, f"{where}[{label}]")
                 kept.append(new)

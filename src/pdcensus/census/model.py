@@ -136,8 +136,8 @@ class BucketRow:
         """A bucket of prefill rates has a width (its edges in order, apart); else why not."""
         if self.bucket == "idle" or self.high_tokens_per_second > self.low_tokens_per_second:
             return None
-        return (f"a bucket has a width > 0; {self.bucket} spans {self.low_tokens_per_second:g}-"
-                f"{self.high_tokens_per_second:g} tok/s with {self.samples} samples")
+        return (f"a bucket has a width > 0; both its edges lie at {self.low_tokens_per_second:.0f} tok/s "
+                f"({self.samples} samples)")
 
 
 @dataclass(frozen=True)

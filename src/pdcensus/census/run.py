@@ -242,7 +242,7 @@ def in_domain(report: CensusReport, window_seconds: float) -> CensusReport:
     """
     checked, notes = withhold(report, window_seconds)
     if not notes:
-        return report
+        return checked  # intervals clipped to their domain, perhaps
     return replace(checked, verdict=replace(checked.verdict, withheld=checked.verdict.withheld + notes))
 
 
@@ -299,8 +299,8 @@ def _in_domain(losses: LossShares) -> tuple[LossShares, tuple[str, ...]]:
             changes[key] = float("nan")
             changes[f"{key}_interval"] = (float("nan"), float("nan"))
             changes[f"{key}_basis"] = f"withheld: the estimate ({100 * value:.1f} %) lies outside [0, 1]"
-            notes.append(f"{name} loss share withheld: its estimate {100 * value:.1f} % of decoders' time "
-                         "lies outside [0, 1]")
+            notes.append(f"{name} loss share withheld: its estimate, {100 * value:.1f} %, lies outside [0, 1] "
+                         "(a share of decoders' time)")
     if not changes:
         return losses, ()
     return replace(losses, **changes), tuple(notes)  # type: ignore[arg-type]
