@@ -123,6 +123,7 @@ class Recommendation:
     @property
     def argv_fragment(self) -> str:
         return f"{self.knob} {self.value}"
+    minor: bool = False  # the mechanism it acts on is minor (the views print it in one line)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -141,6 +142,7 @@ class Recommendation:
             "engine": self.engine,
             "deploy": _clean(self.deploy),
             "dial_state": self.dial_state,
+            "minor": self.minor,
         }
 
 

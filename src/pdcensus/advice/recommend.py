@@ -333,14 +333,25 @@ def recommend(report: CensusReport, flags: Mapping[str, str] | None = None, boot
     self_made = any(t.fired and "prefix" in t.name for t in report.traps)
     if self_made and prefix_hit_depths_tokens and engine == "radiance":
         out.append(recommend_checkpoints(prefix_hit_depths_tokens, flags))
-    recs = engine_advice.merge_same_knob(
+    recs = by_loss(engine_advice.merge_same_knob(
         [_weigh_severity(engine_advice.with_deploy(r, engine, flags), report) for r in out if r is not None],
-        report.verdict.mechanism.value)
+        report.verdict.mechanism.value), report)
     if report.overload is not None and report.overload.overloaded:  # capacity before knobs: no knob is the fix
         from pdcensus.advice.capacity import capacity_first
 
         return engine_advice.in_engine_spelling(capacity_first(report, recs), engine)
     return recs
+
+
+def by_loss(recs: Sequence[Recommendation], report: CensusReport) -> tuple[Recommendation, ...]:
+    """The advice follows the losses: the headline mechanism's first, then each found one by its loss share."""
+    losses = {f.mechanism.value: f.loss_share for f in report.verdict.found if _finite(f.loss_share)}
+    headline = report.verdict.mechanism.value
+
+    def key(rec: Recommendation) -> tuple[int, float]:
+        return (0 if rec.mechanism == headline else 1, -losses.get(rec.mechanism, -1.0))
+
+    return tuple(sorted(recs, key=key))
 
 
 def _weigh_severity(rec: Recommendation, report: CensusReport) -> Recommendation:
@@ -358,4 +369,4 @@ def _weigh_severity(rec: Recommendation, report: CensusReport) -> Recommendation
             f"{rec.knob} {rec.value} wins back at most that "
             f"{100 * f.loss_share:.1f} % and {ttft}. It is worth it only if the stall while prefill runs is what users "
             "feel (streaming ITL), not for throughput; otherwise leave it")
-    return replace(rec, notes=(note, *rec.notes))
+    return replace(rec, notes=(note, *rec.notes), minor=True)

@@ -73,6 +73,10 @@ def render_advice(advice: Sequence[Recommendation], console: Console, none_text:
         return
     inner = max(20, console.width - 4)  # a panel's border and padding
     for rec in advice:
+        if rec.minor:  # a minor mechanism's advice is one line; --json has the whole of it
+            why = (rec.notes[0] if rec.notes else rec.summary).split(". ")[0].split(", ")[0].replace(" overall", "")
+            console.print(Text(f"{why}; {rec.knob or '?'} {rec.value} only for streaming ITL (--json has it)"))
+            continue
         parts: list[RenderableType] = [Text.from_markup(f"[bold]{_e(rec.summary)}[/bold]")]
         env, rollback = rec.env_line, rec.rollback_env_line
         if env:
