@@ -98,8 +98,10 @@ def test_advice_deployed_as_printed_engages_and_moves_the_loss(tmp_path: Path, p
     argv = read_argv(after_dir)
     verdict = verify_arm(load_source(before_dir), load_source(after_dir), deploy["flags"][0][0], rec["value"],
                          argv=argv)
-    # engaged; the gate may add that it cost something nobody predicted (exit 5): still an arm that engaged
-    assert verdict.outcome in (ArmOutcome.ENGAGED, ArmOutcome.OFF_PREDICTION), verdict.reason
+    # engaged; the gate may add that it cost something nobody predicted (exit 5), or that a latency's interval
+    # cannot be placed against its band (exit 3): still an arm that engaged
+    assert not [s for s in verdict.steps if s.status.value in ("failed", "unknown")], verdict.reason
+    assert verdict.outcome in (ArmOutcome.ENGAGED, ArmOutcome.OFF_PREDICTION, ArmOutcome.INCONCLUSIVE), verdict.reason
     if mechanism == "self-made-prefill":
         numbers = verdict.step("counter").numbers  # type: ignore[union-attr]
         assert numbers["replay_share_after"] < numbers["replay_share_before"]
@@ -134,5 +136,6 @@ def test_the_preemption_arm_below_capacity_engages_and_cuts_preemptions(tmp_path
                                                 overrides=overrides), tmp_path / "after")
     verdict = verify_arm(load_source(before_dir), load_source(after_dir), rec.knob, rec.value,
                          argv=read_argv(after_dir))
-    assert verdict.outcome in (ArmOutcome.ENGAGED, ArmOutcome.OFF_PREDICTION), verdict.reason
+    assert not [s for s in verdict.steps if s.status.value in ("failed", "unknown")], verdict.reason
+    assert verdict.outcome in (ArmOutcome.ENGAGED, ArmOutcome.OFF_PREDICTION, ArmOutcome.INCONCLUSIVE), verdict.reason
     assert api.census(after_dir).preemption.total < report.preemption.total

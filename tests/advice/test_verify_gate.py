@@ -41,15 +41,24 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
                           timeout=300, env=env)
 
 
-def test_exit_0_when_the_arm_engaged_and_every_bucket_stayed_within_the_tolerance(runs: dict[str, Path]) -> None:
+def test_an_engaged_arm_the_histograms_cannot_place_is_inconclusive_never_within(runs: dict[str, Path]) -> None:
+    """--max-num-seqs 32 engaged, but the le buckets cannot resolve a 25 % rise of most latencies: exit 3."""
     proc = _cli("--before", str(runs["stall"]), "--after", str(runs["seqs"]), "--flag", "--max-num-seqs 32", "--json")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.returncode == 3, proc.stdout + proc.stderr
     out = json.loads(proc.stdout)
-    assert out["verdict"] == "engaged" and out["tolerance"] == pytest.approx(gate.DEFAULT_TOLERANCE)
-    assert "no numeric prediction for --max-num-seqs" in out["reason"]  # said, not passed off as a prediction met
+    assert out["verdict"] == "inconclusive" and out["tolerance"] == pytest.approx(gate.DEFAULT_TOLERANCE)
+    assert [s["status"] for s in out["steps"]] == ["passed"] * 3  # it did engage
+    assert "cannot tell" in out["reason"]
     decided = [c for c in out["comparisons"] if c["status"] != "undecided"]
-    assert decided and all(c["status"] == "within" for c in decided)
     assert {c["quantity"] for c in decided} >= {"TTFT p90", "ITL p99"}  # latencies of every bucket, not only the pair
+    for c in decided:
+        (low, high), (b_low, b_high) = c["interval"], c["band"]
+        high = float("inf") if high is None else high
+        b_high = float("inf") if b_high is None else b_high
+        if c["status"] == "within":  # only where the whole interval lies inside the band
+            assert b_low <= low and high <= b_high, c
+        elif c["status"] == "cannot-tell":
+            assert not (b_low <= low and high <= b_high) and not (high < b_low or low > b_high), c
 
 
 def test_exit_5_when_held_steps_raise_the_idle_buckets_ttft_that_nothing_predicted(runs: dict[str, Path]) -> None:
@@ -65,12 +74,16 @@ def test_exit_5_when_held_steps_raise_the_idle_buckets_ttft_that_nothing_predict
         assert c["interval"][0] > 1 + out["tolerance"] and not c["predicted"]
 
 
-def test_a_wider_tolerance_lets_the_same_arm_pass_and_the_terminal_shows_it(runs: dict[str, Path]) -> None:
+def test_a_wider_tolerance_widens_the_band_in_every_view(runs: dict[str, Path]) -> None:
     proc = _cli("--before", str(runs["sts"]), "--after", str(runs["interleave"]), "--flag", "--prefill-interleave=2",
                 "--tolerance", "4")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "ENGAGED" in proc.stdout and "400%" in proc.stdout
-    assert "predicted vs observed" in proc.stdout and "per-stream tok/s" in proc.stdout
+    assert proc.returncode in (0, 3), proc.stdout + proc.stderr  # no cost at x5; what straddles x5 cannot tell
+    assert "400%" in proc.stdout and "predicted vs observed" in proc.stdout and "per-stream tok/s" in proc.stdout
+    first = proc.stdout.split(" argv ")[0]
+    table = proc.stdout.split("predicted vs observed")[1]
+    if "<= x" in first:  # the first line and the table state the same band
+        assert "<= x5.00" in first and "none (<= x5.00)" in table
+    assert "x1.00)" not in first
 
 
 def test_exit_1_when_the_flag_is_not_in_argv(runs: dict[str, Path]) -> None:
@@ -125,19 +138,6 @@ def test_every_outcome_has_its_documented_exit_code() -> None:
                               ArmOutcome.OFF_PREDICTION: 5}
     doc = (Path(__file__).resolve().parents[2] / "docs" / "commands.md").read_text()
     assert "engaged-off-prediction" in doc and "| 5 |" in doc
-
-
-@pytest.mark.parametrize(("ratio", "low", "high", "predicted", "was_predicted", "want"), [
-    pytest.param(2.0, 1.5, 2.5, 1.0, False, CompareStatus.COST, id="whole-interval-above"),
-    pytest.param(2.0, 1.1, 3.0, 1.0, False, CompareStatus.WITHIN, id="interval-reaches-the-band"),
-    pytest.param(0.5, 0.4, 0.6, 1.0, False, CompareStatus.WITHIN, id="better-is-no-cost"),
-    pytest.param(0.5, 0.4, 0.6, 1.0, True, CompareStatus.OFF, id="predicted-two-sided"),
-    pytest.param(2.6, 2.2, 3.0, 2.6, True, CompareStatus.WITHIN, id="on-prediction"),
-    pytest.param(1.0, float("nan"), float("nan"), 1.0, True, CompareStatus.UNDECIDED, id="no-interval"),
-])
-def test_judge_calls_a_miss_only_when_the_whole_interval_is_beyond_the_tolerance(
-        ratio: float, low: float, high: float, predicted: float, was_predicted: bool, want: CompareStatus) -> None:
-    assert gate.judge(ratio, low, high, predicted, was_predicted, 0.25) is want
 
 
 def test_two_days_of_the_same_flags_pass_the_gate(runs: dict[str, Path], tmp_path: Path) -> None:

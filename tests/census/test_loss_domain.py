@@ -18,7 +18,8 @@ def test_a_negative_share_is_withheld_with_its_reason() -> None:
     assert math.isnan(kept.step_time_sharing) and all(math.isnan(v) for v in kept.step_time_sharing_interval)
     assert kept.step_time_sharing_basis.startswith("withheld: the estimate (-52.8 %)")
     assert kept.eviction == 0.1 and kept.eviction_interval == (0.0, 0.2)
-    assert notes == ("step-time sharing loss share withheld: its estimate -52.8 % of decoders' time lies outside [0, 1]",)
+    assert notes == ("step-time sharing loss share withheld: its estimate, -52.8 %, lies outside [0, 1] (a share of "
+                     "decoders' time)",)
 
 
 def test_a_share_above_the_whole_is_withheld_and_shares_inside_pass_untouched() -> None:

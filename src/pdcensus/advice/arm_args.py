@@ -7,7 +7,8 @@ command line parses and answers a usage error without loading them.
 
 Exit codes (also in docs/commands.md): 0 engaged and within the prediction; 1 not engaged;
 5 engaged but off the prediction beyond the tolerance, or with a cost nobody predicted;
-3 inconclusive (the data cannot decide: no argv, too few busy scrapes) or unreadable data;
+3 inconclusive (the data cannot decide: no argv, too few busy scrapes, a comparison whose interval
+straddles its band or is wider than it) or unreadable data;
 2 a usage error.
 """
 

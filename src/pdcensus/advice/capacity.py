@@ -62,9 +62,10 @@ def capacity_first(report: CensusReport, knob_advice: Sequence[Recommendation]) 
     notes = [f"{k}: {MOVES_THE_PAIN[k]}" + (f" (the census would otherwise suggest {r.knob} {r.value} for "
                                              f"{r.mechanism})" if (r := _rec(knob_advice, k)) else "")
              for k in named if k in MOVES_THE_PAIN]
+    wait = (f"a request waits about {o.queue_wait_seconds:.1f} s before admission ({o.queue_wait_basis})"
+            if math.isfinite(o.queue_wait_seconds) else "the queue wait is not measured or withheld (see the verdict)")
     notes.append(f"queue: {_fmt(o.waiting_start, '.0f')} -> {_fmt(o.waiting_end, '.0f')} waiting (first and last "
-                 f"tenth of the window), {_fmt(o.running_mean, '.0f')} running; a request waits about "
-                 f"{_fmt(o.queue_wait_seconds, '.1f')} s before admission ({o.queue_wait_basis})")
+                 f"tenth of the window), {_fmt(o.running_mean, '.0f')} running; {wait}")
     if OverloadSignature.TTFT_QUEUEING in o.signatures:
         notes.append("TTFT is queueing: the mean queue wait is as long as the mean TTFT" if o.queue_share_of_ttft >= 1
                      else f"TTFT is {o.queue_share_of_ttft:.0%} queueing (mean queue wait over mean TTFT)")

@@ -6,11 +6,17 @@ idle bucket's TTFT, when held steps leave a backlog behind a busy period). A pip
 gates on ``verify-arm`` needs both answered, so this compares, on the before window's bucket
 edges:
 
-- each predicted quantity against its prediction: *off* when the whole interval of the
-  observed value lies outside ``[predicted / (1 + tol), predicted x (1 + tol)]``;
-- every bucket's TTFT p50/p90/p99 and ITL p50/p99, after / before: a *cost* when the whole
-  interval of the ratio lies above ``allowed x (1 + tol)``, where ``allowed`` is the predicted
-  ratio for that quantity, or 1.0 where nothing predicted a change.
+- each predicted headline quantity (the busy bucket's per-stream rate and TTFT p90) against its
+  prediction, on the two-sided band ``[predicted / (1 + tol), predicted x (1 + tol)]``;
+- every bucket's TTFT p50/p90/p99 and ITL p50/p99, after / before, on the one-sided band
+  ``<= allowed x (1 + tol)``, where ``allowed`` is the predicted ratio for that quantity, or 1.0
+  where nothing predicted a change (a fall is no cost).
+
+One rule decides every comparison (:func:`decide`), and every view prints its band
+(:func:`band_text`): *within* only where the whole interval lies inside the band; *off* (a
+prediction) or *cost* (nothing predicted it) where the whole interval lies outside; *cannot tell*
+where it straddles an edge of the band, is wider than the band, or is missing. An arm with a
+cannot-tell and no miss is inconclusive (exit 3), never passed.
 
 The intervals are moving-block bootstraps over scrapes (:mod:`pdcensus.census.bootstrap`), the
 two windows resampled independently, at a *family-wise* level: with ``k`` comparisons decided,
@@ -35,7 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdcensus.advice.arm_args import DEFAULT_TOLERANCE
-from pdcensus.advice.model import Comparison, CompareStatus
+from pdcensus.advice.model import ArmOutcome, Comparison, CompareStatus
 from pdcensus.census import bootstrap
 from pdcensus.census.buckets import per_stream_rate
 from pdcensus.census.signals import Histogram, ShapeSignals
@@ -137,16 +143,60 @@ def _ratio_pending(name: str, bucket: str, qa: Quantile, qb: Quantile, allowed: 
                    why, True, two_sided)
 
 
-def judge(ratio: float, low: float, high: float, predicted_ratio: float, predicted: bool, tolerance: float,
-          higher_is_worse: bool = True) -> CompareStatus:
-    """Off / cost only when the whole interval is beyond the tolerance; undecided without an interval."""
-    if not (math.isfinite(low) and math.isfinite(high) and math.isfinite(predicted_ratio) and predicted_ratio > 0):
-        return CompareStatus.UNDECIDED
-    upper, lower = predicted_ratio * (1 + tolerance), predicted_ratio / (1 + tolerance)
-    if predicted:
-        return CompareStatus.OFF if low > upper or high < lower else CompareStatus.WITHIN
-    worse = low > upper if higher_is_worse else high < lower
-    return CompareStatus.COST if worse else CompareStatus.WITHIN
+def band(allowed: float, tolerance: float, two_sided: bool, higher_is_worse: bool = True) -> tuple[float, float]:
+    """The allowed band of a ratio: two-sided around a predicted headline, else one-sided against the worse side."""
+    if not (math.isfinite(allowed) and allowed > 0):
+        return (math.nan, math.nan)
+    low, high = allowed / (1 + tolerance), allowed * (1 + tolerance)
+    if two_sided:
+        return (low, high)
+    return (0.0, high) if higher_is_worse else (low, math.inf)
+
+
+def band_text(c: Comparison) -> str:
+    """The band alone, as every view prints it: ``2.08-3.25`` around a prediction, ``<= x1.25`` for a rise."""
+    lo, hi = c.band_low, c.band_high
+    if math.isnan(lo) or math.isnan(hi):
+        return "-"
+    if lo > 0 and math.isfinite(hi):
+        return f"{lo:.2f}-{hi:.2f}"
+    return f"<= x{hi:.2f}" if math.isfinite(hi) else f">= x{lo:.2f}"
+
+
+def wanted_text(c: Comparison) -> str:
+    """What was predicted and the band it allows: ``x2.60 (2.08-3.25)``, ``none (<= x1.25)``."""
+    return f"{f'x{c.predicted_ratio:.2f}' if c.predicted else 'none'} ({band_text(c)})"
+
+
+class Decision:
+    """How an interval sits against a band (:func:`decide`)."""
+
+    INSIDE = "inside"
+    OUTSIDE = "outside"
+    STRADDLES = "straddles"
+    TOO_WIDE = "too wide"
+    NO_INTERVAL = "no interval"
+
+
+def decide(low: float, high: float, band_low: float, band_high: float) -> str:
+    """Inside only where the whole interval is; outside only where none of it is; else which way it cannot tell."""
+    if not (math.isfinite(low) and not math.isnan(high) and low <= high) or math.isnan(band_low + band_high):
+        return Decision.NO_INTERVAL
+    if band_low <= low and high <= band_high:
+        return Decision.INSIDE
+    if high < band_low or low > band_high:
+        return Decision.OUTSIDE
+    band_width = math.log(band_high / band_low) if band_low > 0 else math.inf
+    width = math.log(high / low) if low > 0 else math.inf
+    return Decision.TOO_WIDE if not math.isfinite(width) or width > band_width else Decision.STRADDLES
+
+
+_WHY = {Decision.INSIDE: "the whole interval lies inside the band",
+        Decision.OUTSIDE: "the whole interval lies outside the band",
+        Decision.STRADDLES: "cannot tell: the interval straddles an edge of the band",
+        Decision.TOO_WIDE: "cannot tell: the interval is wider than the band (too few observations or too coarse "
+                           "a histogram to decide)",
+        Decision.NO_INTERVAL: "cannot tell: no interval (a ratio of zero or no replicates)"}
 
 
 def _judged(p: Pending, level: float, tolerance: float) -> Comparison:
@@ -156,16 +206,18 @@ def _judged(p: Pending, level: float, tolerance: float) -> Comparison:
     if math.isfinite(point) and reps.size >= 10:
         lo, hi = np.quantile(reps, (level / 2, 1 - level / 2))
         low, high = min(float(lo), p.resolution[0]), max(float(hi), p.resolution[1])
+    band_low, band_high = band(p.allowed, tolerance, p.two_sided, p.higher_is_worse)
+    where = decide(low, high, band_low, band_high)
     if not p.enough:
-        status = CompareStatus.UNDECIDED
-    elif p.two_sided:
-        status = judge(point, low, high, p.allowed, True, tolerance)
+        status, why = CompareStatus.UNDECIDED, "not judged: " + p.basis
+    elif where == Decision.INSIDE:
+        status, why = CompareStatus.WITHIN, _WHY[where]
+    elif where == Decision.OUTSIDE:
+        status, why = (CompareStatus.OFF if p.predicted else CompareStatus.COST), _WHY[where]
     else:
-        status = judge(point, low, high, p.allowed, False, tolerance, p.higher_is_worse)
-        if p.predicted and status is CompareStatus.COST:
-            status = CompareStatus.OFF  # worse than a number someone did predict
+        status, why = CompareStatus.CANNOT_TELL, _WHY[where]
     return Comparison(p.quantity, p.bucket, p.before, p.after, point, low, high, p.allowed, p.predicted, status,
-                      p.basis, p.higher_is_worse)
+                      p.basis, p.higher_is_worse, band_low, band_high, why)
 
 
 def latency_pending(before: Side, after: Side, labels: Sequence[str], predicted_ttft_ratio: float | None = None,
@@ -239,9 +291,40 @@ def gate_outcome(comparisons: Sequence[Comparison]) -> tuple[list[Comparison], l
             [c for c in comparisons if c.status is CompareStatus.COST])
 
 
+def undecidable(comparisons: Sequence[Comparison]) -> list[Comparison]:
+    """The comparisons whose interval cannot be placed against the band: the gate cannot pass them."""
+    return [c for c in comparisons if c.status is CompareStatus.CANNOT_TELL]
+
+
+def engaged_outcome(comparisons: Sequence[Comparison], tolerance: float, flag: str) -> tuple[ArmOutcome, str]:
+    """An engaged arm's verdict from its comparisons: a miss is off (5), a cannot-tell inconclusive (3), else 0."""
+    missed, costs = gate_outcome(comparisons)
+    untold = undecidable(comparisons)
+    unjudged = sum(c.status is CompareStatus.UNDECIDED for c in comparisons)
+    rule = f"(tolerance {tolerance:.0%}: within only where the whole family-wise interval lies inside the band)"
+    if missed or costs:
+        what = " and ".join(x for x in (f"{len(missed)} prediction(s) missed beyond {tolerance:.0%}" if missed else "",
+                                         f"{len(costs)} cost(s) nobody predicted" if costs else "") if x)
+        outcome, reason = ArmOutcome.OFF_PREDICTION, f"engaged, but {what}; first: {describe((missed + costs)[0])}"
+        if untold:
+            reason += f"; {len(untold)} more cannot tell"
+    elif untold:
+        outcome, reason = ArmOutcome.INCONCLUSIVE, (
+            f"engaged, but {len(untold)} comparison(s) cannot tell {rule}: the interval straddles the band or is "
+            f"wider than it; first: {describe(untold[0])}")
+    else:
+        outcome, reason = ArmOutcome.ENGAGED, ("argv, counter and bucket pair agree, and every prediction and "
+                                               f"bucket latency judged lies within its band {rule}")
+        if not any(c.predicted for c in comparisons):
+            reason += (f" (no numeric prediction for {flag}: the gate checked only that no bucket's TTFT or "
+                       "ITL rose)")
+    if unjudged:
+        reason += f"; {unjudged} not judged (too few observations)"
+    return outcome, reason
+
+
 def describe(c: Comparison) -> str:
     """One line: the quantity, before -> after, the ratio and its interval against the allowed band."""
     interval = f"{c.low:.2f}-{c.high:.2f}" if math.isfinite(c.low) else "-"
-    what = "predicted" if c.predicted else "allowed"
     return (f"{c.bucket} {c.quantity} {c.before:.3g} -> {c.after:.3g} (x{c.ratio:.2f}, family-wise interval "
-            f"{interval}; {what} x{c.predicted_ratio:.2f})")
+            f"{interval}; predicted {wanted_text(c)}: {c.status.value})")

@@ -123,6 +123,7 @@ class Recommendation:
     @property
     def argv_fragment(self) -> str:
         return f"{self.knob} {self.value}"
+    minor: bool = False  # the mechanism it acts on is minor (the views print it in one line)
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -141,6 +142,7 @@ class Recommendation:
             "engine": self.engine,
             "deploy": _clean(self.deploy),
             "dial_state": self.dial_state,
+            "minor": self.minor,
         }
 
 
@@ -165,9 +167,10 @@ class ArmStep:
 class CompareStatus(str, Enum):
     """One before/after comparison of ``verify-arm``'s gate (:mod:`pdcensus.advice.gate`)."""
 
-    WITHIN = "within"  # inside the tolerance around the prediction (or no worse, where none was made)
-    OFF = "off-prediction"  # a predicted quantity: its whole interval is outside the tolerance band
-    COST = "unpredicted-cost"  # nothing predicted a change: its whole interval is worse than the tolerance
+    WITHIN = "within"  # the whole interval lies inside the allowed band
+    OFF = "off-prediction"  # a predicted quantity: its whole interval lies outside the band
+    COST = "unpredicted-cost"  # nothing predicted a change: its whole interval lies beyond the band
+    CANNOT_TELL = "cannot-tell"  # the interval straddles an edge of the band, is wider than it, or is missing
     UNDECIDED = "undecided"  # too few requests or samples in one window to compare
 
 
@@ -177,7 +180,9 @@ class Comparison:
 
     ``ratio`` = after / before with its bootstrap interval (``low``, ``high``); ``predicted_ratio``
     is what the before window predicted (1.0 where no one predicted a change); ``predicted`` says
-    whether a number was predicted or 1.0 is only the "no worse" default.
+    whether a number was predicted or 1.0 is only the "no worse" default. ``band_low`` and
+    ``band_high`` are the allowed band the interval is held to (:func:`pdcensus.advice.gate.band`),
+    the one rule every view prints; ``why`` says how the interval sits against it.
     """
 
     quantity: str
@@ -192,13 +197,18 @@ class Comparison:
     status: CompareStatus
     basis: str = ""
     higher_is_worse: bool = True
+    band_low: float = 0.0
+    band_high: float = math.inf
+    why: str = ""
 
     def to_dict(self) -> dict[str, object]:
         return {
             "quantity": self.quantity, "bucket": self.bucket, "before": _clean(self.before),
             "after": _clean(self.after), "ratio": _clean(self.ratio), "interval": _clean([self.low, self.high]),
             "predicted_ratio": _clean(self.predicted_ratio), "predicted": self.predicted,
-            "status": self.status.value, "basis": self.basis, "higher_is_worse": self.higher_is_worse,
+            "band": [self.band_low, None if math.isinf(self.band_high) else self.band_high],
+            "status": self.status.value, "why": self.why, "basis": self.basis,
+            "higher_is_worse": self.higher_is_worse,
         }
 
 

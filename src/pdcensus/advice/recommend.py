@@ -221,10 +221,13 @@ def recommend_arena(ledger: LedgerResult, report: CensusReport, flags: Mapping[s
                 new_budget, budget, ledger.chunk_step_seconds, ledger.decode_step_seconds)
     if floor is not None:
         predicted["stager_smallest_pass_tokens"] = float(floor)
-    summary = (f"{knob.flag} {value}: the arena a chunk step borrows shrinks to "
-               f"{predicted.get('arena_loan_fraction_of_now', math.nan):.0%} of now, so the expert slab "
+    loan = predicted.get("arena_loan_fraction_of_now", math.nan)
+    cost = predicted.get("prefill_seconds_per_token_ratio", math.nan)
+    summary = (f"{knob.flag} {value}: the arena a chunk step borrows shrinks"
+               + (f" to {loan:.0%} of now" if _finite(loan) else "") + ", so the expert slab "
                "loses less and the lagged decode tail should shrink; prefill costs "
-               f"x{predicted.get('prefill_seconds_per_token_ratio', math.nan):.2f} seconds per prompt token")
+               + (f"x{cost:.2f} seconds per prompt token" if _finite(cost) else "more seconds per prompt token "
+                                                                                  "(no budget known: no number)"))
     if not budget:
         notes.append("--max-num-batched-tokens not known (give the argv or boot ledger): no numbers")
     counter = ("no counter moves with the arena (it has no metric): verify argv, then the lag test in the "
@@ -330,14 +333,25 @@ def recommend(report: CensusReport, flags: Mapping[str, str] | None = None, boot
     self_made = any(t.fired and "prefix" in t.name for t in report.traps)
     if self_made and prefix_hit_depths_tokens and engine == "radiance":
         out.append(recommend_checkpoints(prefix_hit_depths_tokens, flags))
-    recs = engine_advice.merge_same_knob(
+    recs = by_loss(engine_advice.merge_same_knob(
         [_weigh_severity(engine_advice.with_deploy(r, engine, flags), report) for r in out if r is not None],
-        report.verdict.mechanism.value)
+        report.verdict.mechanism.value), report)
     if report.overload is not None and report.overload.overloaded:  # capacity before knobs: no knob is the fix
         from pdcensus.advice.capacity import capacity_first
 
         return engine_advice.in_engine_spelling(capacity_first(report, recs), engine)
     return recs
+
+
+def by_loss(recs: Sequence[Recommendation], report: CensusReport) -> tuple[Recommendation, ...]:
+    """The advice follows the losses: the headline mechanism's first, then each found one by its loss share."""
+    losses = {f.mechanism.value: f.loss_share for f in report.verdict.found if _finite(f.loss_share)}
+    headline = report.verdict.mechanism.value
+
+    def key(rec: Recommendation) -> tuple[int, float]:
+        return (0 if rec.mechanism == headline else 1, -losses.get(rec.mechanism, -1.0))
+
+    return tuple(sorted(recs, key=key))
 
 
 def _weigh_severity(rec: Recommendation, report: CensusReport) -> Recommendation:
@@ -350,8 +364,9 @@ def _weigh_severity(rec: Recommendation, report: CensusReport) -> Recommendation
     ttft = (f"stretches a prefilling prompt's TTFT about {stretch:.1f}x" if _finite(stretch) and stretch > 1
             else f"costs this: {rec.cost.rstrip('.')}" if rec.cost else "has the cost shown below")
     feel = (f"; ITL p99 is {f.itl_p99_ratio:.1f}x while it acts" if _finite(f.itl_p99_ratio) else "")
-    note = (f"{rec.mechanism} is minor here: {100 * f.loss_share:.1f} % of decoders' time overall, decode at "
-            f"{f.depth:.2f} of idle while it acts{feel}. {rec.knob} {rec.value} wins back at most that "
+    depth = f", decode at {f.depth:.2f} of idle while it acts" if _finite(f.depth) else ""
+    note = (f"{rec.mechanism} is minor here: {100 * f.loss_share:.1f} % of decoders' time overall{depth}{feel}. "
+            f"{rec.knob} {rec.value} wins back at most that "
             f"{100 * f.loss_share:.1f} % and {ttft}. It is worth it only if the stall while prefill runs is what users "
             "feel (streaming ITL), not for throughput; otherwise leave it")
-    return replace(rec, notes=(note, *rec.notes))
+    return replace(rec, notes=(note, *rec.notes), minor=True)

@@ -263,10 +263,11 @@ def verify_arm(before: Recording, after: Recording, flag: str, value: str | None
                before_flags: dict[str, str] | None = None, tolerance: float = DEFAULT_TOLERANCE) -> ArmVerdict:
     """Argv, then the counter, then the bucket pair; the first failure names the verdict.
 
-    An arm that engaged then passes the gate (:mod:`pdcensus.advice.gate`): each prediction
-    within ``tolerance`` and no bucket's TTFT or ITL worse than predicted, else it is
-    ``engaged-off-prediction``. ``before_flags`` are the flags in effect in the before window
-    (for the prediction's baseline N; default: the knob at 0).
+    An arm that engaged then passes the gate (:mod:`pdcensus.advice.gate`) only where every
+    comparison's interval lies inside its band; one wholly outside makes it
+    ``engaged-off-prediction``, one the data cannot place (straddling, too wide) ``inconclusive``.
+    ``before_flags`` are the flags in effect in the before window (for the prediction's baseline
+    N; default: the knob at 0).
     """
     if not 0 < tolerance < 10:
         raise UsageError(f"tolerance must be a share above 0 (0.25 = 25 %), got {tolerance!r}")
@@ -289,22 +290,12 @@ def verify_arm(before: Recording, after: Recording, flag: str, value: str | None
                                    pair.numbers.get("busy_per_stream_before", math.nan), tolerance)
     failed = next((s for s in steps if s.status is StepStatus.FAILED), None)
     unknown = next((s for s in steps if s.status is StepStatus.UNKNOWN), None)
-    missed, costs = gate.gate_outcome(comparisons)
     if failed is not None:
         outcome, reason = ArmOutcome.NOT_ENGAGED, f"{failed.name}: {failed.detail}"
     elif unknown is not None:
         outcome, reason = ArmOutcome.INCONCLUSIVE, f"{unknown.name}: {unknown.detail}"
-    elif missed or costs:
-        worst = (missed + costs)[0]
-        what = " and ".join(x for x in (f"{len(missed)} prediction(s) missed beyond {tolerance:.0%}" if missed else "",
-                                         f"{len(costs)} cost(s) nobody predicted" if costs else "") if x)
-        outcome, reason = ArmOutcome.OFF_PREDICTION, f"engaged, but {what}; first: {gate.describe(worst)}"
     else:
-        outcome, reason = ArmOutcome.ENGAGED, (f"argv, counter and bucket pair agree, and every prediction and "
-                                               f"bucket latency is within {tolerance:.0%}")
-        if not any(c.predicted for c in comparisons):
-            reason += (f" (no numeric prediction for {knob.flag}: the gate checked only that no bucket's TTFT or "
-                       "ITL rose)")
+        outcome, reason = gate.engaged_outcome(comparisons, tolerance, knob.flag)
     over = [name for name, w in (("before", w_before), ("after", w_after))
             if w.report.overload is not None and w.report.overload.overloaded]
     if over and outcome is not ArmOutcome.NOT_ENGAGED:  # capacity before knobs (pdcensus.census.overload)

@@ -93,7 +93,8 @@ def assign_buckets(prefill_tokens_per_second: np.ndarray) -> BucketAssignment:
     median = float(np.median(nonzero)) if nonzero.size else float("nan")
     threshold = max(IDLE_FLOOR_TOKENS_PER_SECOND, IDLE_FRACTION * median) if nonzero.size else IDLE_FLOOR_TOKENS_PER_SECOND
     rule = (f"idle = prefill < {threshold:.1f} tok/s = max({IDLE_FLOOR_TOKENS_PER_SECOND:g}, "
-            f"{IDLE_FRACTION:g} x median non-zero prefill {median:.1f} tok/s)")
+            f"{IDLE_FRACTION:g} x median non-zero prefill {median:.1f} tok/s)" if nonzero.size else
+            f"idle = prefill < {threshold:.1f} tok/s (the floor: no non-zero prefill in the window)")
     if vals.size and (vals < threshold).mean() < MIN_IDLE_SHARE:
         threshold, rule = _background_ceiling(vals)
         threshold = max(threshold, IDLE_FLOOR_TOKENS_PER_SECOND)

@@ -16,6 +16,7 @@ from enum import Enum
 from typing import Any
 
 from pdcensus.census.client_felt import ClientFelt
+from pdcensus.census.domains import Domain, domain
 from pdcensus.census.overload_model import OverloadResult
 from pdcensus.census.verdict_model import (
     DoseResponse,
@@ -75,9 +76,9 @@ class LedgerBucket:
 
     bucket: str
     intervals: int
-    decode_step_seconds: float
-    chunk_step_seconds: float
-    chunk_steps: float
+    decode_step_seconds: float = field(metadata=domain(Domain.NONNEGATIVE))
+    chunk_step_seconds: float = field(metadata=domain(Domain.NONNEGATIVE))
+    chunk_steps: float = field(metadata=domain(Domain.NONNEGATIVE))
 
 
 @dataclass(frozen=True)
@@ -96,17 +97,17 @@ class LedgerResult:
     available: bool
     reason: str
     intervals: int = 0
-    decode_step_seconds: float = math.nan
-    chunk_step_seconds: float = math.nan
-    mean_step_seconds: float = math.nan
-    steps: float = 0.0
-    held_steps: float = 0.0
-    chunk_share_of_steps: float = math.nan
-    chunk_share_of_step_time: float = math.nan
-    reference_decode_step_seconds: float = math.nan
+    decode_step_seconds: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
+    chunk_step_seconds: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
+    mean_step_seconds: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
+    steps: float = field(default=0.0, metadata=domain(Domain.NONNEGATIVE))
+    held_steps: float = field(default=0.0, metadata=domain(Domain.NONNEGATIVE))
+    chunk_share_of_steps: float = field(default=math.nan, metadata=domain(Domain.SHARE))
+    chunk_share_of_step_time: float = field(default=math.nan, metadata=domain(Domain.SHARE))
+    reference_decode_step_seconds: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
     reference: str = ""
-    decode_step_inflation_during_prefill: float = math.nan
-    decode_step_inflation_after_prefill: float = math.nan
+    decode_step_inflation_during_prefill: float = field(default=math.nan, metadata=domain(Domain.RATIO))
+    decode_step_inflation_after_prefill: float = field(default=math.nan, metadata=domain(Domain.RATIO))
     by_bucket: tuple[LedgerBucket, ...] = ()
     timeline: LedgerTimeline | None = None
     partial: bool = False  # no count of chunk steps: sharing is an upper bound (``reason`` says why)
@@ -115,20 +116,28 @@ class LedgerResult:
 @dataclass(frozen=True)
 class BucketRow:
     bucket: str
-    low_tokens_per_second: float
+    low_tokens_per_second: float = field(metadata=domain(Domain.NONNEGATIVE))
     high_tokens_per_second: float
     samples: int
-    decode_tokens_per_second: float
-    per_stream_tokens_per_second: float
+    decode_tokens_per_second: float = field(metadata=domain(Domain.NONNEGATIVE))
+    per_stream_tokens_per_second: float = field(metadata=domain(Domain.NONNEGATIVE))
     per_stream_samples: int
-    per_stream_vs_idle: float
-    ttft_p50_seconds: float = math.nan
-    ttft_p90_seconds: float = math.nan
-    ttft_p99_seconds: float = math.nan
-    ttft_requests: float = 0.0
-    preemptions: float = 0.0
-    itl_p50_seconds: float = math.nan  # inter-token latency in this bucket's intervals (what streaming users feel)
-    itl_p99_seconds: float = math.nan
+    per_stream_vs_idle: float = field(metadata=domain(Domain.RATIO))
+    ttft_p50_seconds: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
+    ttft_p90_seconds: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
+    ttft_p99_seconds: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
+    ttft_requests: float = field(default=0.0, metadata=domain(Domain.NONNEGATIVE))
+    preemptions: float = field(default=0.0, metadata=domain(Domain.NONNEGATIVE))
+    # inter-token latency in this bucket's intervals (what streaming users feel)
+    itl_p50_seconds: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
+    itl_p99_seconds: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
+
+    def domain_violation(self) -> str | None:
+        """A bucket of prefill rates has a width (its edges in order, apart); else why not."""
+        if self.bucket == "idle" or self.high_tokens_per_second > self.low_tokens_per_second:
+            return None
+        return (f"a bucket has a width > 0; both its edges lie at {self.low_tokens_per_second:.0f} tok/s "
+                f"({self.samples} samples)")
 
 
 @dataclass(frozen=True)
@@ -137,7 +146,7 @@ class BucketTable:
 
     prefill: str
     basis: str
-    idle_threshold_tokens_per_second: float
+    idle_threshold_tokens_per_second: float = field(metadata=domain(Domain.NONNEGATIVE))
     idle_rule: str
     edges_tokens_per_second: tuple[float, ...]
     rows: tuple[BucketRow, ...]
@@ -176,29 +185,29 @@ class TtftResult:
     available: bool
     reason: str
     family: str = ""
-    idle_p90_seconds: float = math.nan
-    busiest_p90_seconds: float = math.nan
+    idle_p90_seconds: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
+    busiest_p90_seconds: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
 
 
 @dataclass(frozen=True)
 class Burst:
     start: float
     end: float
-    preemptions: float
-    decode_vs_baseline: float
-    prefill_vs_baseline: float
+    preemptions: float = field(metadata=domain(Domain.NONNEGATIVE))
+    decode_vs_baseline: float = field(metadata=domain(Domain.RATIO))
+    prefill_vs_baseline: float = field(metadata=domain(Domain.RATIO))
 
 
 @dataclass(frozen=True)
 class PreemptionResult:
     available: bool
     reason: str
-    total: float = 0.0
+    total: float = field(default=0.0, metadata=domain(Domain.NONNEGATIVE))
     bursts: tuple[Burst, ...] = ()
-    decode_dip: float = math.nan
+    decode_dip: float = field(default=math.nan, metadata=domain(Domain.RATIO))
     prefill_spike: float = math.nan
-    depth_max: float = math.nan
-    depth_mean: float = math.nan
+    depth_max: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
+    depth_mean: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
     times: tuple[float, ...] = ()
     increases: tuple[float, ...] = ()
 
@@ -215,14 +224,14 @@ class Trap:
 class LossShares:
     """Each mechanism's lost decode time as a share of decoders' time, with intervals."""
 
-    step_time_sharing: float
-    step_time_sharing_interval: tuple[float, float]
+    step_time_sharing: float = field(metadata=domain(Domain.SHARE))
+    step_time_sharing_interval: tuple[float, float] = field(metadata=domain(Domain.SHARE))
     step_time_sharing_basis: str
-    eviction: float
-    eviction_interval: tuple[float, float]
+    eviction: float = field(metadata=domain(Domain.SHARE))
+    eviction_interval: tuple[float, float] = field(metadata=domain(Domain.SHARE))
     eviction_basis: str
-    preemption_stall: float
-    preemption_stall_interval: tuple[float, float]
+    preemption_stall: float = field(metadata=domain(Domain.SHARE))
+    preemption_stall_interval: tuple[float, float] = field(metadata=domain(Domain.SHARE))
     preemption_stall_basis: str
     collapse_at_lag0: float
     collapse_at_lag0_interval: tuple[float, float]

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import numpy as np
 
+from pdcensus.census.domains import Domain, inside
 from pdcensus.census import bootstrap
 from pdcensus.census.overload_model import OverloadResult, OverloadSignature
 from pdcensus.census.signals import ShapeSignals
@@ -139,7 +140,9 @@ def detect_overload(s: ShapeSignals, replicates: int = bootstrap.REPLICATES) -> 
     else:
         wait = waiting_mean / rate if rate > 0 else math.nan
         basis = f"Little's law: mean waiting / {rate_basis}" if rate > 0 else "no request counter"
-    share_of_ttft = wait / ttft_mean if math.isfinite(wait) and ttft_mean > 0 else math.nan
+    # a wait outside the window is withheld where the report is built (pdcensus.census.domains): never reasoned from
+    usable = math.isfinite(wait) and inside(wait, Domain.WAIT, window)
+    share_of_ttft = wait / ttft_mean if usable and ttft_mean > 0 else math.nan
     if math.isfinite(share_of_ttft) and share_of_ttft >= QUEUE_SHARE_OF_TTFT:
         signatures.append(OverloadSignature.TTFT_QUEUEING)
     preemptions, minutes_share = _preemption_minutes(s)

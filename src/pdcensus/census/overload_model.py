@@ -7,8 +7,10 @@ the report model, so keeping the shape here keeps the imports a tree.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
+
+from pdcensus.census.domains import Domain, domain
 
 __all__ = ["OverloadSignature", "OverloadResult"]
 
@@ -30,23 +32,25 @@ class OverloadResult:
     overloaded: bool
     reason: str
     signatures: tuple[OverloadSignature, ...] = ()
-    waiting_start: float = math.nan  # mean of the first tenth of the window's scrapes
-    waiting_end: float = math.nan  # mean of the last tenth
+    # mean of the first tenth of the window's scrapes
+    waiting_start: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
+    waiting_end: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))  # mean of the last tenth
     waiting_slope_per_minute: float = math.nan
     waiting_slope_interval: tuple[float, float] = (math.nan, math.nan)
-    waiting_nonzero_share: float = math.nan
-    waiting_mean: float = math.nan
-    running_mean: float = math.nan
-    queue_share_of_residence: float = math.nan
-    queue_wait_seconds: float = math.nan
+    waiting_nonzero_share: float = field(default=math.nan, metadata=domain(Domain.SHARE))
+    waiting_mean: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
+    running_mean: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
+    queue_share_of_residence: float = field(default=math.nan, metadata=domain(Domain.SHARE))
+    queue_wait_seconds: float = field(default=math.nan, metadata=domain(Domain.WAIT))
     queue_wait_basis: str = ""
-    ttft_mean_seconds: float = math.nan
-    queue_share_of_ttft: float = math.nan
-    preemptions: float = 0.0
-    preemption_minutes_share: float = math.nan
+    ttft_mean_seconds: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
+    queue_share_of_ttft: float = field(default=math.nan, metadata=domain(Domain.RATIO))
+    preemptions: float = field(default=0.0, metadata=domain(Domain.NONNEGATIVE))
+    preemption_minutes_share: float = field(default=math.nan, metadata=domain(Domain.SHARE))
     kv_usage_mean: float = math.nan
     window_seconds: float = math.nan
-    admission_per_second: float = math.nan  # first tokens (or finished requests) per second
+    # first tokens (or finished requests) per second
+    admission_per_second: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
     # how much more serving capacity the window's load needed: (admitted + queue growth) / admitted
     # for a growing queue; (waiting + running) / running for a queue that never drains
-    capacity_factor: float = math.nan
+    capacity_factor: float = field(default=math.nan, metadata=domain(Domain.RATIO))

@@ -21,7 +21,8 @@ from pdcensus.census.buckets import (
     per_stream_rate,
 )
 from pdcensus.census.client_felt import ClientFelt, client_felt
-from pdcensus.census.dose import dose_response, ledger_stall_ms_per_1k
+from pdcensus.census.domains import withhold
+from pdcensus.census.dose import DoseFit, dose_response, ledger_stall_ms_per_1k
 from pdcensus.census.guards import GuardReason, counted_limits, history_observed, shape_guards, verdict_limits
 from pdcensus.census.lag import TAIL_WINDOW_SECONDS, history, lag_test
 from pdcensus.census.ledger import LedgerExcess, step_ledger
@@ -199,6 +200,11 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
               else "the analysed shape could not be proven one shape")
     dose = dose_response(p, wdec, prefill, running, a.busy, W, ledger_ms_per_1k_tokens=_ledger_ms_per_1k(s, excess, dt),
                          basis=f"prefill: {basis}")
+    dose_result, dose_withheld = withhold(dose.result, path="dose_response")
+    dose = DoseFit(dose_result, dose.stall_seconds_per_token, dose.depth_at_top)
+    if dose_withheld:  # a figure outside its domain is never reasoned from: the verdict reads no dose-response
+        dose = DoseFit(replace(dose_result, available=False, reason="withheld: " + "; ".join(dose_withheld)),
+                       None, None)
     measured = Measured(shape.proven, reason, s, a, p, wdec, hist, W, excess, running, dt, tail_effect,
                         lag.tail_test_ran, ploss, preemption, dose, tuple(b.text for b in broken), guards, limits)
     inputs = verdict_inputs(measured)
@@ -215,15 +221,37 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     tier, tier_basis = kv_second_tier(endpoint)
     inputs = replace(inputs, kv_second_tier=tier, kv_tier_basis=tier_basis)
     verdict = replace(decide(inputs), dose_response=dose.result)
+    if dose_withheld:
+        verdict = replace(verdict, withheld=verdict.withheld + dose_withheld)
     losses, out_of_domain = _in_domain(_losses(inputs, ploss.basis, inputs.has_ledger))
     if out_of_domain:
         verdict = replace(verdict, withheld=verdict.withheld + out_of_domain)
     ttft = ttft_summary(ttft_hist, a, det.profile.name)
     felt = _client_felt(options.client_records, s, a.busy)
     passes = runbook_passes(det.profile, shape, ledger, table, lag, ttft, preemption, inputs)
-    return CensusReport(source, endpoint.job, endpoint.instance, det.profile.name, det.reason, verdict, shape, ledger, table,
-                        client_table, lag, ttft, preemption, traps, losses, _timeline(s, running), passes=passes,
-                        client_felt=felt, overload=detect_overload(s, options.replicates))
+    report = CensusReport(source, endpoint.job, endpoint.instance, det.profile.name, det.reason, verdict, shape, ledger,
+                          table, client_table, lag, ttft, preemption, traps, losses, _timeline(s, running),
+                          passes=passes, client_felt=felt, overload=detect_overload(s, options.replicates))
+    return in_domain(report, _window_seconds(s.times, scrape_interval))
+
+
+def in_domain(report: CensusReport, window_seconds: float) -> CensusReport:
+    """The report with every figure outside its domain withheld and named (pdcensus.census.domains).
+
+    The one place the report is built checks it once; the views and the advice read only what passed.
+    """
+    checked, notes = withhold(report, window_seconds)
+    if not notes:
+        return checked  # intervals clipped to their domain, perhaps
+    return replace(checked, verdict=replace(checked.verdict, withheld=checked.verdict.withheld + notes))
+
+
+def _window_seconds(times: np.ndarray, scrape_interval: float) -> float:
+    t = np.asarray(times, dtype=np.float64)
+    t = t[np.isfinite(t)]
+    if t.size < 2:
+        return float("nan")
+    return float(t[-1] - t[0]) + (scrape_interval if np.isfinite(scrape_interval) else 0.0)
 
 
 def _client_felt(records: tuple[ClientRequest, ...], s: ShapeSignals, busy: np.ndarray) -> ClientFelt | None:
@@ -271,8 +299,8 @@ def _in_domain(losses: LossShares) -> tuple[LossShares, tuple[str, ...]]:
             changes[key] = float("nan")
             changes[f"{key}_interval"] = (float("nan"), float("nan"))
             changes[f"{key}_basis"] = f"withheld: the estimate ({100 * value:.1f} %) lies outside [0, 1]"
-            notes.append(f"{name} loss share withheld: its estimate {100 * value:.1f} % of decoders' time "
-                         "lies outside [0, 1]")
+            notes.append(f"{name} loss share withheld: its estimate, {100 * value:.1f} %, lies outside [0, 1] "
+                         "(a share of decoders' time)")
     if not changes:
         return losses, ()
     return replace(losses, **changes), tuple(notes)  # type: ignore[arg-type]

@@ -149,8 +149,10 @@ def check_traps(
 
     interval = signals.scrape_interval_seconds
     traps.append(Trap("step-over-30s", bool(interval > MAX_STEP_SECONDS),
-                      f"scrape interval {interval:.0f} s" + (" > 30 s: a scrape samples a small fraction of the "
-                                                               "engine's steps" if interval > MAX_STEP_SECONDS else ""),
+                      (f"scrape interval {interval:.0f} s" if np.isfinite(interval) else
+                       "scrape interval not measured (one scrape)")
+                      + (" > 30 s: a scrape samples a small fraction of the engine's steps"
+                         if interval > MAX_STEP_SECONDS else ""),
                       float(interval)))
     n = len(shape.segments)
     traps.append(Trap("window-spans-shapes", n > 1,

@@ -7,8 +7,10 @@ stays a module one can read in a sitting; every renderer reads these through the
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
+
+from pdcensus.census.domains import Domain, domain
 
 
 class Mechanism(str, Enum):
@@ -64,15 +66,16 @@ class Found:
 
     mechanism: Mechanism
     severity: Severity
-    loss_share: float
-    interval: tuple[float, float]
-    depth: float
-    depth_interval: tuple[float, float]
-    active_share: float
-    confidence: float
+    loss_share: float = field(metadata=domain(Domain.SHARE))
+    interval: tuple[float, float] = field(metadata=domain(Domain.SHARE))
+    depth: float = field(metadata=domain(Domain.RATIO))
+    depth_interval: tuple[float, float] = field(metadata=domain(Domain.RATIO))
+    active_share: float = field(metadata=domain(Domain.SHARE))
+    confidence: float = field(metadata=domain(Domain.SHARE))
     signature: Signature
     signature_text: str
-    itl_p99_ratio: float = math.nan  # ITL p99 while it acts / ITL p99 otherwise (NaN: no ITL histogram)
+    # ITL p99 while it acts / ITL p99 otherwise (NaN: no ITL histogram)
+    itl_p99_ratio: float = field(default=math.nan, metadata=domain(Domain.RATIO))
     near_material_line: bool = False  # the loss share's interval straddles the 5 % line
 
 
@@ -91,14 +94,14 @@ class DoseResponse:
     available: bool
     reason: str
     intervals: int = 0
-    stall_ms_per_1k_tokens: float = math.nan
-    stall_interval: tuple[float, float] = (math.nan, math.nan)
-    idle_per_stream_tokens_per_second: float = math.nan
-    top_prefill_tokens_per_second: float = math.nan
-    depth_at_top: float = math.nan
-    depth_at_top_interval: tuple[float, float] = (math.nan, math.nan)
+    stall_ms_per_1k_tokens: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
+    stall_interval: tuple[float, float] = field(default=(math.nan, math.nan), metadata=domain(Domain.NONNEGATIVE))
+    idle_per_stream_tokens_per_second: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
+    top_prefill_tokens_per_second: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
+    depth_at_top: float = field(default=math.nan, metadata=domain(Domain.RATIO))
+    depth_at_top_interval: tuple[float, float] = field(default=(math.nan, math.nan), metadata=domain(Domain.RATIO))
     batch_controlled: bool = False
-    ledger_ms_per_1k_tokens: float = math.nan
+    ledger_ms_per_1k_tokens: float = field(default=math.nan, metadata=domain(Domain.NONNEGATIVE))
     basis: str = ""
     stable: bool = True  # False: the bootstrap does not support the fit; reported, never evidence
 

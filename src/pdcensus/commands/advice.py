@@ -79,7 +79,8 @@ def verify_arm_command(
     instance: Annotated[Optional[str], typer.Option("--instance", help="Endpoint instance to verify.")] = None,
     tolerance: Annotated[float, typer.Option(
         "--tolerance", help="Relative tolerance around each prediction, and the rise any bucket's TTFT or ITL may "
-                            "show where nothing predicted one (judged on the 90 % interval).")] = DEFAULT_TOLERANCE,
+                            "show where nothing predicted one (each on its family-wise interval: within only where "
+                            "the whole interval lies inside the band).")] = DEFAULT_TOLERANCE,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
 ) -> None:
     """Prove an arm engaged (the flag in argv, the counter it moves, the bucket pair), then gate on the prediction.
@@ -88,7 +89,7 @@ def verify_arm_command(
 
     Exit 5: ENGAGED, but off the prediction beyond --tolerance, or a bucket's TTFT/ITL rose unpredicted.
 
-    Exit 3: INCONCLUSIVE (the data cannot decide) or unreadable data. Exit 2: usage.
+    Exit 3: INCONCLUSIVE (the data cannot decide; a comparison that cannot tell) or unreadable data. Exit 2: usage.
     """
     from pdcensus.advice.evidence import read_argv
     from pdcensus.advice.verify import verify_arm

@@ -18,6 +18,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from pdcensus.advice import gate
 from pdcensus.advice.model import ArmVerdict, Recommendation
 from pdcensus.report.terminal_fit import fit_table
 
@@ -72,6 +73,10 @@ def render_advice(advice: Sequence[Recommendation], console: Console, none_text:
         return
     inner = max(20, console.width - 4)  # a panel's border and padding
     for rec in advice:
+        if rec.minor:  # a minor mechanism's advice is one line; --json has the whole of it
+            why = (rec.notes[0] if rec.notes else rec.summary).split(". ")[0].split(", ")[0].replace(" overall", "")
+            console.print(Text(f"{why}; {rec.knob or '?'} {rec.value} only for streaming ITL (--json has it)"))
+            continue
         parts: list[RenderableType] = [Text.from_markup(f"[bold]{_e(rec.summary)}[/bold]")]
         env, rollback = rec.env_line, rec.rollback_env_line
         if env:
@@ -107,8 +112,8 @@ def render_advice(advice: Sequence[Recommendation], console: Console, none_text:
 
 
 _STATUS_STYLE = {"within": "green", "off-prediction": "bold red", "unpredicted-cost": "bold red",
-                 "undecided": "yellow"}
-_VERDICT_WORD = {"off-prediction": "OFF", "unpredicted-cost": "COST"}
+                 "cannot-tell": "bold cyan", "undecided": "yellow"}
+_VERDICT_WORD = {"off-prediction": "OFF", "unpredicted-cost": "COST", "cannot-tell": "cannot tell"}
 _OUTCOME_STYLE = {"engaged": "bold green", "not-engaged": "bold red", "engaged-off-prediction": "bold yellow",
                   "inconclusive": "bold cyan"}
 
@@ -143,28 +148,26 @@ def render_arm(verdict: ArmVerdict, console: Console) -> None:
     if not verdict.comparisons:
         return
     tol = verdict.tolerance
-    table = Table(title=Text(f"predicted vs observed, after / before (tolerance {tol:.0%}, on family-wise intervals)"),
+    table = Table(title=Text(f"predicted vs observed, after / before (tolerance {tol:.0%}: within only where the "
+                             "whole family-wise interval lies inside the band)"),
                   title_justify="left", box=box.SIMPLE_HEAD)
     for col, justify in (("bucket", "left"), ("quantity", "left"), ("before -> after", "right"),
                          ("observed (interval)", "right"), ("predicted (band)", "right"), ("verdict", "left")):
         table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
     shown = [c for c in verdict.comparisons
-             if (c.predicted and c.bucket == "busy") or c.status.value in ("off-prediction", "unpredicted-cost")]
+             if (c.predicted and c.bucket == "busy") or c.status.value in ("off-prediction", "unpredicted-cost",
+                                                                           "cannot-tell")]
     for c in shown:
-        if c.predicted:
-            r = c.predicted_ratio
-            wanted = f"x{r:.2f} ({r / (1 + tol):.2f}-{r * (1 + tol):.2f})"
-        else:
-            wanted = f"none (<= x{c.predicted_ratio * (1 + tol):.2f})"
         interval = f" ({c.low:.2f}-{c.high:.2f})" if math.isfinite(c.low) and math.isfinite(c.high) else ""
         table.add_row(Text(c.bucket), c.quantity, f"{_value(c.before, c.quantity)} -> {_value(c.after, c.quantity)}",
-                      _num(c.ratio, "x{:.2f}") + interval, wanted,
+                      _num(c.ratio, "x{:.2f}") + interval, gate.wanted_text(c),
                       Text(_VERDICT_WORD.get(c.status.value, c.status.value),
                            style=_STATUS_STYLE.get(c.status.value, "")))
     console.print(table)
     rest = [c for c in verdict.comparisons if c not in shown]
     undecided = sum(c.status.value == "undecided" for c in rest)
     console.print(Text(f"{len(rest) - undecided} other bucket latencies (TTFT p50/p90/p99, ITL p50/p99 of every "
-                       f"bucket) within {tol:.0%}" + (f"; {undecided} undecided (too few observations)"
-                                                       if undecided else "") + "; OFF = a prediction missed, COST = a "
-                       "rise nothing predicted; --json lists every comparison"))
+                       "bucket) within their band" + (f"; {undecided} not judged (too few observations)"
+                                                      if undecided else "") + "; OFF = a prediction missed, COST = a "
+                       "rise nothing predicted, cannot tell = the interval straddles the band or is wider than it; "
+                       "--json lists every comparison"))
