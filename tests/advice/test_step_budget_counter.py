@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from pdcensus.advice.engaged import _above, check_step_tokens, chunk_gap_reading
+from pdcensus.advice.engaged import check_step_tokens, chunk_gap_reading
+from pdcensus.series.vllm_steps import observations_above as _above
 from pdcensus.advice.model import StepStatus
 from pdcensus.census.signals import Histogram
 from pdcensus.series.profiles import Signal

@@ -30,25 +30,13 @@ from pdcensus.advice.model import ArmStep, StepStatus
 from pdcensus.census.signals import ShapeSignals
 from pdcensus.series.profiles import Signal
 from pdcensus.series.quantile import quantile_of_bounds
+from pdcensus.series.vllm_steps import observations_above as _above
 from pdcensus.series.vllm_steps import span_mask
 
 
 BEYOND_SHARE = 0.10  # of the long gaps, at most this share beyond twice one budget's chunk step
 LONG_GAP_STEPS = 3.0  # a long gap: beyond this many decode-only steps
 MIN_LONG_GAPS = 30  # the census's sample floor
-
-
-def _above(bounds: np.ndarray, counts: np.ndarray, x: float) -> float:
-    """Observations above ``x`` in a cumulative histogram, read as spread evenly inside each bucket."""
-    total = float(counts[-1])
-    lower = np.r_[0.0, bounds[:-1]]
-    cum_lo = np.r_[0.0, counts[:-1]]
-    at = int(np.searchsorted(bounds, x, side="left"))
-    if at >= bounds.size or not np.isfinite(bounds[at]):
-        return float(total - cum_lo[min(at, bounds.size - 1)]) if at < bounds.size and x <= lower[at] else 0.0
-    width = bounds[at] - lower[at]
-    inside = (counts[at] - cum_lo[at]) * ((bounds[at] - x) / width if width > 0 else 0.0)
-    return float(total - counts[at] + inside)
 
 
 def chunk_gap_reading(signals: ShapeSignals, budget: float, bound_seconds: float | None = None) -> dict[str, float]:

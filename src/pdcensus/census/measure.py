@@ -26,7 +26,7 @@ from pdcensus.census.signals import Histogram, ShapeSignals
 from pdcensus.census.ttft import summed_quantile
 from pdcensus.census.verdict_inputs import VerdictInputs
 from pdcensus.series.profiles import Signal
-from pdcensus.series.vllm_steps import CountedSteps, itl_depth, span_mask
+from pdcensus.series.vllm_steps import CountedSteps, chunk_step_depth, itl_depth, span_mask
 
 # A burst lines up with a stall when decode at the burst is this far below its bucket's
 # baseline, or prefill (the re-prefill from token 0) this far above its mean.
@@ -181,6 +181,14 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
             f2, _, a_in, a_out = itl_depth(s.counted_steps, across, stalled | within)
             if np.isfinite(f2) and a_in >= MIN_FELT_TOKENS:
                 felt, felt_tokens, felt_basis = f2, (a_in, a_out), ITL_ACROSS
+        itl = s.histograms.get(Signal.ITL)
+        if felt_basis == ITL_ALL and itl is not None and np.isfinite(felt):
+            bound = chunk_step_depth(s.counted_steps, steps_spans & ~stalled, ~steps_spans & ~stalled,
+                                     itl.upper_bounds, itl.increases)
+            if np.isfinite(bound) and bound < felt:
+                felt_basis += (f"; prefill ends inside a scrape here, so a span mixes its chunk step with decode-only "
+                               f"steps: one chunk step itself holds decoders to {bound:.3f} of the clean pace (the "
+                               "mean gap beyond 3 clean gaps), and the depth while it acts lies between the two")
     return VerdictInputs(
         shape_proven=m.proven, shape_reason=m.shape_reason, samples=int(valid.sum()), idle_samples=int(idle.sum()),
         busy_samples=int(busy.sum()), has_ledger=excess is not None, ledger_chunk_steps=chunk_steps_beside,

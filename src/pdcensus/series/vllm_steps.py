@@ -139,3 +139,38 @@ def itl_depth(cs: CountedSteps, chunk: np.ndarray,
     clean = s_out / c_out  # seconds per token without prefill
     lost = max(s_in - c_in * clean, 0.0) / (s_in + s_out)
     return (c_in / s_in) / (c_out / s_out), lost, int(c_in), int(c_out)
+
+
+def observations_above(bounds: np.ndarray, counts: np.ndarray, x: float) -> float:
+    """Observations above ``x`` in a cumulative histogram (``le`` bounds, +Inf last), read as spread evenly inside
+    each bucket (the reading ``histogram_quantile`` makes)."""
+    total = float(counts[-1])
+    lower = np.r_[0.0, bounds[:-1]]
+    cum_lo = np.r_[0.0, counts[:-1]]
+    at = int(np.searchsorted(bounds, x, side="left"))
+    if at >= bounds.size or not np.isfinite(bounds[at]):
+        return float(total - cum_lo[min(at, bounds.size - 1)]) if at < bounds.size and x <= lower[at] else 0.0
+    width = bounds[at] - lower[at]
+    inside = (counts[at] - cum_lo[at]) * ((bounds[at] - x) / width if width > 0 else 0.0)
+    return float(total - counts[at] + inside)
+
+
+def chunk_step_depth(cs: CountedSteps, marked: np.ndarray, clean: np.ndarray, upper_bounds: np.ndarray,
+                     increases: np.ndarray, long_steps: float = 3.0) -> float:
+    """Decoders' pace in one chunk step over the clean pace: the clean pace (seconds per token without prefill)
+    over the mean of the gaps in ``marked`` spans beyond ``long_steps`` clean gaps (the rest counted at the
+    clean pace). A bound for prefills shorter than a scrape, where a span's pace mixes the chunk step with
+    the decode-only steps around it: the depth while the chunk acts lies between the two. NaN without."""
+    if cs.itl_seconds is None or cs.itl_tokens is None:
+        return float("nan")
+    ok = cs.busy & np.isfinite(cs.itl_seconds) & np.isfinite(cs.itl_tokens) & np.isfinite(increases).all(axis=1)
+    m, c = ok & np.asarray(marked, dtype=bool), ok & np.asarray(clean, dtype=bool)
+    c_tokens = float(cs.itl_tokens[c].sum())
+    if c_tokens <= 0 or not m.any():
+        return float("nan")
+    pace = float(cs.itl_seconds[c].sum()) / c_tokens
+    counts = increases[m].sum(axis=0)
+    n_long = observations_above(np.asarray(upper_bounds, dtype=float), counts, long_steps * pace)
+    n_fast = float(cs.itl_tokens[m].sum()) - n_long
+    long_seconds = float(cs.itl_seconds[m].sum()) - n_fast * pace
+    return pace / (long_seconds / n_long) if n_long >= 1 and long_seconds > 0 else float("nan")
