@@ -156,6 +156,15 @@ def check_stall(pair: ArmStep, before: ShapeSignals, after: ShapeSignals,
     ok = p_after <= p_before * (1 - MIN_STALL_CHANGE)
     text = (f"{what} {p_before * 1000:.0f} -> {p_after * 1000:.0f} ms "
             f"(x{p_after / p_before:.2f}); " + pair.detail.replace(": the arm did not move the busy bucket", ""))
+    hist = before.histograms.get(Signal.ITL)
+    if not ok and hist is not None and what.startswith("busy ITL"):
+        bounds = np.asarray(hist.upper_bounds, dtype=float)
+        at = np.searchsorted(bounds, [p_before, p_after], side="left")
+        if at[0] == at[1]:  # both quantiles interpolated inside one le bucket: it cannot show the change
+            lo = bounds[at[0] - 1] if at[0] > 0 else 0.0
+            return ArmStep(pair.name, StepStatus.UNKNOWN, text + f": both lie in the histogram's ({lo:g}, "
+                           f"{bounds[min(at[0], bounds.size - 1)]:g}] s bucket, which cannot show a shorter stall "
+                           "inside it", numbers)
     return ArmStep(pair.name, StepStatus.PASSED if ok else StepStatus.FAILED,
                    text if ok else text + ": the arm did not shorten the stall", numbers)
 
@@ -189,7 +198,8 @@ def judge_pair(knob: Knob, pair: ArmStep, before: ShapeSignals, after: ShapeSign
 
     ``chunk_step_seconds`` are the two windows' ledger means (the stall where ITL cannot show it).
     """
-    if knob.dial is Dial.CHUNK_BUDGET and pair.status is StepStatus.FAILED:
+    # a per-prompt chunk cap (vLLM --long-prefill-token-threshold) moves the stall as a budget does
+    if knob.dial in (Dial.CHUNK_BUDGET, Dial.LONG_PREFILL_LIMIT) and pair.status is StepStatus.FAILED:
         return check_stall(pair, before, after, chunk_step_seconds)
     if knob.dial is Dial.KV_CAPACITY and ActsOn.PREEMPTION_STALL in knob.acts_on:
         return check_preemptions(pair, before, after)
