@@ -70,9 +70,16 @@ def test_a_budget_that_engaged_passes_where_the_before_window_ran_larger_chunks(
 
 
 def test_chunks_larger_than_the_budget_fail() -> None:
-    step = check_step_tokens("--max-num-batched-tokens", "512", _window(2048), _window(2048))
+    step = check_step_tokens("--max-num-batched-tokens", "512", _window(4096, busy=60), _window(4096, busy=60))  # 4.1 s
     assert step.status is StepStatus.FAILED
     assert "larger than the budget" in step.detail
+
+
+def test_gaps_in_the_bucket_that_holds_twice_the_chunk_step_cannot_tell() -> None:
+    # 1,024 after: 1.04 s gaps share the (1, 2.5] s bucket with 2 x 0.532 s; 2,048 before: 2.07 s, the same bucket
+    step = check_step_tokens("--max-num-batched-tokens", "512", _window(2048), _window(1024))
+    assert step.status is StepStatus.UNKNOWN
+    assert "cannot tell" in step.detail
 
 
 def test_a_before_window_with_chunks_as_short_cannot_tell() -> None:
