@@ -34,7 +34,19 @@ real vLLM run ``tp1_bs128`` the busy per-stream calibration error was -23 % agai
 
 Where the engine exports its length histograms (vLLM's ``request_prompt_tokens`` and
 ``request_generation_tokens``), each block's prompts are drawn from the window's prompt
-histogram and scaled to the block's computed work, and outputs from the generation histogram.
+histogram and scaled to the block's computed work, and outputs from the generation histogram,
+paired with their prompts where the scrapes pair them (:mod:`pdcensus.whatif.lengths`). Of
+:data:`CANDIDATE_DRAWS` draws of a block's requests, the one whose prompts come closest to the
+block's work is kept: scaled independently drawn lengths turned five 3,000-token prompts of a
+live vLLM block (drawn beside 32-token ones) into 5,000-token ones, or 32-token ones into hundreds.
+
+The typical short and long prompt, where requests are counted at their first token (the TTFT
+histogram) and the prompt counter counts each prompt whole at that moment (vLLM V1:
+``prompt_tokens_total`` in the step that emits the first token, ``v1/metrics/stats.py``
+l. 517-519), are read from that counter per interval, not from the prefill signal (spread over
+when the prompt ran, so a 3,000-token prompt ended in one interval and its work sat in three);
+and the typical long prompt is an interval's excess, one long a scrape: a block's excess is
+several back-to-back long prompts (a live vLLM run's 3,000-token prompts read as ~14,500).
 
 Where the recording counts no request at all (llama.cpp exports no request counter), the caller
 gives the mean prompt size (``--mean-prompt-tokens``): prompts then arrive as the prompt work
@@ -67,6 +79,7 @@ LONG_FACTOR = 3.0  # a block's work per request above this many typical prompts 
 # a prompt starts when the work passes this share of a mean prompt beyond the previous ones' (a
 # prompt a few tokens longer than the mean would otherwise count as two)
 CROSS_TOLERANCE = 0.05
+CANDIDATE_DRAWS = 32  # draws of a block's lengths from the histograms; the closest to its prompt work is kept
 RESTART_PROMPT_TOKENS = 16  # a decoding stream's next request: a short prompt
 DECODER_MIN_TOKENS = 16  # a completion jump below this is a prompt request's own few tokens
 
@@ -99,6 +112,11 @@ class Traffic:
     # a block with prompt work and no counted request borrows one from the blocks after it: the requests are
     # counted when they end (the finished-requests counter), not when their prefill runs
     borrow: bool = False
+    # (prompt bucket upper bound, output bucket upper bound, requests): the histograms paired per scrape
+    length_pairs: tuple[tuple[float, float, float], ...] = ()
+    # histogram-drawn outputs times this: the window's generated tokens per request over the draws' expected mean
+    # (a bucket's draws are uniform inside it: 300-token outputs in vLLM's (200, 500] bucket drew 350 on average)
+    output_scale: float = 1.0
 
     @property
     def prompt_tokens_total(self) -> float:
@@ -163,16 +181,32 @@ class Traffic:
 
     def _from_histograms(self, rng: random.Random, start: float, end: float, count: int,
                          work: float) -> list[TraceRequest]:
-        """A block's requests with lengths drawn from the window's histograms, prompts scaled to the block's work."""
-        prompts = [draw_length(rng, self.prompt_lengths) for _ in range(count)]
-        scale = work / sum(prompts) if sum(prompts) > 0 else 1.0
-        out = []
-        for p in prompts:
-            output = (draw_length(rng, self.output_lengths) if self.output_lengths
-                      else _lognormal(rng, self.mean_output_tokens, OUTPUT_SIGMA))
-            out.append(TraceRequest(rng.uniform(start, end), max(1, int(round(p * scale))), max(1, int(output)),
-                                    "histogram"))
-        return out
+        """A block's requests with lengths drawn from the window's histograms (paired where they are), of
+        :data:`CANDIDATE_DRAWS` draws the one closest to the block's work, its prompts scaled to that work."""
+        best: list[tuple[float, float]] = []
+        for _ in range(CANDIDATE_DRAWS):
+            drawn = [self._draw_pair(rng) for _ in range(count)]
+            if not best or abs(math.log(max(sum(p for p, _ in drawn), 1.0) / max(work, 1.0))) < abs(
+                    math.log(max(sum(p for p, _ in best), 1.0) / max(work, 1.0))):
+                best = drawn
+        total = sum(p for p, _ in best)
+        scale = work / total if total > 0 else 1.0
+        return [TraceRequest(rng.uniform(start, end), max(1, int(round(p * scale))),
+                             max(1, int(round(o * self.output_scale))), "histogram") for p, o in best]
+
+    def _draw_pair(self, rng: random.Random) -> tuple[float, float]:
+        """One (prompt, output) length: a scraped pair where the histograms are paired, else independent draws."""
+        if self.length_pairs:
+            pick = rng.uniform(0.0, sum(c for _, _, c in self.length_pairs))
+            for p_upper, o_upper, c in self.length_pairs:
+                if pick <= c:
+                    break
+                pick -= c
+            return (draw_in_bucket(rng, self.prompt_lengths, p_upper),
+                    draw_in_bucket(rng, self.output_lengths, o_upper))
+        output = (draw_length(rng, self.output_lengths) if self.output_lengths
+                  else _lognormal(rng, self.mean_output_tokens, OUTPUT_SIGMA))
+        return draw_length(rng, self.prompt_lengths), float(output)
 
 
 def draw_length(rng: random.Random, histogram: tuple[tuple[float, float], ...]) -> float:
@@ -193,6 +227,31 @@ def draw_length(rng: random.Random, histogram: tuple[tuple[float, float], ...]) 
     return low
 
 
+def bucket_mean(histogram: tuple[tuple[float, float], ...], upper: float) -> float:
+    """The mean of :func:`draw_in_bucket`'s draws in the bucket with this upper bound."""
+    low = max([b for b, _ in histogram if b < upper], default=0.0)
+    return (low + (upper if math.isfinite(upper) else 1.5 * max(low, 1.0))) / 2
+
+
+def expected_output(pairs: tuple[tuple[float, float, float], ...],
+                    outputs: tuple[tuple[float, float], ...]) -> float:
+    """The mean output length the paired (else the marginal) histogram draws give."""
+    weights = [(o, c) for _, o, c in pairs] if pairs else list(outputs)
+    total = sum(c for _, c in weights)
+    return sum(c * bucket_mean(outputs, o) for o, c in weights) / total if total > 0 else math.nan
+
+
+def draw_in_bucket(rng: random.Random, histogram: tuple[tuple[float, float], ...], upper: float) -> float:
+    """One length uniform inside the bucket of ``histogram`` with this upper bound (+Inf: to 1.5 x its lower edge)."""
+    low = 0.0
+    for bound, _ in histogram:
+        if bound >= upper:
+            break
+        low = bound
+    high = upper if math.isfinite(upper) else 1.5 * max(low, 1.0)
+    return rng.uniform(low, high)
+
+
 def _lognormal(rng: random.Random, mean: float, sigma: float) -> int:
     """A log-normal draw with the given mean."""
     if mean <= 0:
@@ -211,6 +270,14 @@ def _request_counts(read: ShapeRead) -> tuple[np.ndarray | None, str]:
     if s.finished_requests is not None and np.nansum(s.finished_requests) > 0:
         return np.nan_to_num(s.finished_requests), "finished-requests counter"
     return None, ""
+
+
+def _whole_at_first_token(read: ShapeRead, basis: str) -> np.ndarray | None:
+    """The prompt counter per interval where it counts each prompt whole when the request's first token comes, the
+    moment the TTFT histogram counts the request (vLLM V1); else None."""
+    if basis != "TTFT histogram count" or read.detection.profile.name != "vllm-v1":
+        return None
+    return read.signals.increase(Signal.PROMPT_TOKENS)
 
 
 def _work(read: ShapeRead, signal: Signal, rate: np.ndarray | None) -> np.ndarray:
@@ -240,13 +307,15 @@ def _blocks(times: np.ndarray, block_seconds: float) -> list[tuple[int, int]]:
 
 def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
                 completed_tokens: np.ndarray | None = None,
-                lengths: tuple[tuple[tuple[float, float], ...], tuple[tuple[float, float], ...]] = ((), ())) -> Traffic:
+                lengths: tuple[tuple[tuple[float, float], ...], tuple[tuple[float, float], ...]] = ((), ()),
+                pairs: tuple[tuple[float, float, float], ...] = ()) -> Traffic:
     """The window's traffic per block (see the module docstring).
 
     ``completed_tokens``: per interval, the tokens of the requests that ended in it (llama.cpp's
     ``tokens_predicted_total`` moves only then), for decoders that send their next request when one ends.
     ``lengths``: the window's prompt and output length histograms, where the engine exports them;
     then each block's prompts are drawn from the histogram and scaled to the block's work.
+    ``pairs``: the two histograms paired per scrape (:func:`pdcensus.whatif.lengths.length_pairs`).
     """
     s = read.signals
     t = s.times - s.times[0]
@@ -264,10 +333,16 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
     work = tuple(float(prompt[i:j].sum()) for i, j in blocks)
     # the typical short prompt: a low quantile of each interval's work per request (most intervals
     # between long prompts carry short ones only); blocks as a fallback
-    sel = (counts >= 1) & (prompt > 0)
-    per_request = prompt[sel] / counts[sel] if sel.any() else np.array([w / k for w, k in zip(work, n) if k >= 1])
+    whole = _whole_at_first_token(read, basis)
+    sizes = np.nan_to_num(whole) if whole is not None else prompt
+    sel = (counts >= 1) & (sizes > 0)
+    per_request = sizes[sel] / counts[sel] if sel.any() else np.array([w / k for w, k in zip(work, n) if k >= 1])
     short = float(np.quantile(per_request, SHORT_QUANTILE)) if per_request.size else 1.0
-    excess = np.array([w - k * short for w, k in zip(work, n) if k >= 1 and w - k * short > LONG_FACTOR * short])
+    if whole is not None:  # one long prompt an interval: the counter's jump less its shorts
+        over = sizes[sel] - counts[sel] * short
+        excess = over[over > LONG_FACTOR * short]
+    else:
+        excess = np.array([w - k * short for w, k in zip(work, n) if k >= 1 and w - k * short > LONG_FACTOR * short])
     long_size = float(np.median(excess)) if excess.size else 0.0
     total = float(np.sum(n))
     mean_output = float(np.sum(generated)) / total if total > 0 else 1.0
@@ -277,9 +352,16 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
         notes[0] = ("prompt lengths from the request_prompt_tokens histogram (scaled to each block's computed "
                     "work), outputs from " + ("request_generation_tokens" if output_lengths else
                                               f"a log-normal (sigma {OUTPUT_SIGMA}): assumed"))
+        if pairs and output_lengths:
+            notes[0] += ", paired with their prompts per scrape (both observed when a request finishes)"
     borrow = basis == "finished-requests counter"
     out = Traffic(window, starts, ends, n, work, max(1.0, short), long_size, max(1.0, mean_output), basis,
-                  notes=tuple(notes), prompt_lengths=prompt_lengths, output_lengths=output_lengths, borrow=borrow)
+                  notes=tuple(notes), prompt_lengths=prompt_lengths, output_lengths=output_lengths, borrow=borrow,
+                  length_pairs=pairs if prompt_lengths and output_lengths else ())
+    if prompt_lengths and output_lengths:
+        drawn = expected_output(out.length_pairs, output_lengths)
+        if math.isfinite(drawn) and drawn > 0 and total > 0:
+            out = replace(out, output_scale=float(np.sum(generated)) / total / drawn)
     borrowed = sum(1 for k, c in zip(n, out.block_counts()) if c >= 1 and k < 1)
     if borrowed:
         out = replace(out, notes=out.notes + (
