@@ -265,11 +265,11 @@ def calibrate(read: ShapeRead, report: CensusReport, observed: WindowFigures, ar
               mean_prompt_tokens: float | None = None, completed_tokens: np.ndarray | None = None,
               lengths: tuple[tuple[tuple[float, float], ...], tuple[tuple[float, float], ...]] = ((), ()),
               labels: Mapping[str, str] | None = None,
-              pairs: tuple[tuple[float, float, float], ...] = ()) -> Calibration:
+              pairs: tuple[tuple[float, float, float], ...] = (), waits: np.ndarray | None = None) -> Calibration:
     """The twin of the window ``read``: costs, traffic and flags (raises DataError where it cannot)."""
     engine = engine_family(read.detection.profile.engine)
     flags, sources, knobs = sim_flags(engine, argv, read, labels)
-    traffic = fit_traffic(read, mean_prompt_tokens, completed_tokens, lengths, pairs)
+    traffic = fit_traffic(read, mean_prompt_tokens, completed_tokens, lengths, pairs, waits)
     costs = fit_step_costs(read, report, observed, engine, ubatch_of(engine, knobs), traffic)
     notes = list(traffic.notes)
     if engine == "radiance":

@@ -33,6 +33,7 @@ from pdcensus.sim.run import SimResult, simulate_scenario
 from pdcensus.sim.scenarios import Scenario, Segment
 from pdcensus.whatif.calibrate import LLAMACPP_DEFAULT_UBATCH, Calibration, calibrate
 from pdcensus.whatif.knobs import Knob, KnobSetting, parse_knobs
+from pdcensus.whatif.arrivals import ttft_sums
 from pdcensus.whatif.lengths import length_pairs
 from pdcensus.whatif.llamacpp_view import as_llamacpp
 from pdcensus.whatif.measure import FIGURES, WindowFigures, choose_endpoint, measure, read_window
@@ -231,7 +232,8 @@ def what_if(recording: Recording, sets: Sequence[str], *, argv: Sequence[str] = 
     calibration = calibrate(read, report, observed, argv, mean_prompt_tokens,
                             completed_tokens(recording, read, instance), length_histograms(recording, read, instance),
                             config_labels(recording, instance),
-                            length_pairs(choose_endpoint(recording, instance), read.rows))
+                            length_pairs(choose_endpoint(recording, instance), read.rows),
+                            ttft_sums(choose_endpoint(recording, instance), read.rows))
     settings = parse_knobs(sets, calibration.engine)
     if not settings:
         raise UsageError("give at least one --set KNOB=VALUE")

@@ -66,6 +66,7 @@ from pdcensus.census.run import ShapeRead
 from pdcensus.errors import UsageError
 from pdcensus.series.profiles import Signal
 from pdcensus.sim.fitted import TraceRequest
+from pdcensus.whatif.arrivals import first_tokens
 
 BLOCK_SECONDS = 15.0
 PROMPT_SIGMA = 0.6
@@ -117,6 +118,9 @@ class Traffic:
     # histogram-drawn outputs times this: the window's generated tokens per request over the draws' expected mean
     # (a bucket's draws are uniform inside it: 300-token outputs in vLLM's (200, 500] bucket drew 350 on average)
     output_scale: float = 1.0
+    # vLLM V1: per interval with first tokens, (start, end, requests, prompts' sum, each request's TTFT)
+    # (pdcensus.whatif.arrivals): the counted requests arrive their wait before a moment inside the interval
+    first_tokens: tuple[tuple[float, float, int, float, tuple[float, ...]], ...] = ()
 
     @property
     def prompt_tokens_total(self) -> float:
@@ -134,6 +138,15 @@ class Traffic:
         for start, end, count in self.restarts:
             out += [TraceRequest(rng.uniform(start, end), RESTART_PROMPT_TOKENS, self.restart_output_tokens, "standing")
                     for _ in range(count)]
+        if self.first_tokens and self.prompt_lengths:
+            for start, end, count, work, waits in self.first_tokens:
+                n = _scaled_count(rng, count, load)
+                drawn = sorted(self._from_histograms(rng, start, end, n, work * n / count),
+                               key=lambda r: r.prompt_tokens)
+                # the longest prompt waited longest (its prefill is in its wait); a load above 1 repeats the waits
+                ranked = sorted(waits[i % count] for i in range(n))
+                out += [replace(r, arrival_seconds=max(0.0, r.arrival_seconds - w)) for r, w in zip(drawn, ranked)]
+            return out
         counts = self.block_counts(load)
         # borrowed requests left unpaid at the window's end: outputs shrink so the generated work holds
         output_scale = min(1.0, sum(self.requests) * load / sum(counts)) if sum(counts) > 0 else 1.0
@@ -227,6 +240,12 @@ def draw_length(rng: random.Random, histogram: tuple[tuple[float, float], ...]) 
     return low
 
 
+def _scaled_count(rng: random.Random, count: int, load: float) -> int:
+    """``count x load`` requests, the fraction drawn."""
+    x = count * load
+    return int(x) + (1 if rng.random() < x - int(x) else 0)
+
+
 def bucket_mean(histogram: tuple[tuple[float, float], ...], upper: float) -> float:
     """The mean of :func:`draw_in_bucket`'s draws in the bucket with this upper bound."""
     low = max([b for b, _ in histogram if b < upper], default=0.0)
@@ -308,7 +327,8 @@ def _blocks(times: np.ndarray, block_seconds: float) -> list[tuple[int, int]]:
 def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
                 completed_tokens: np.ndarray | None = None,
                 lengths: tuple[tuple[tuple[float, float], ...], tuple[tuple[float, float], ...]] = ((), ()),
-                pairs: tuple[tuple[float, float, float], ...] = ()) -> Traffic:
+                pairs: tuple[tuple[float, float, float], ...] = (),
+                waits: np.ndarray | None = None) -> Traffic:
     """The window's traffic per block (see the module docstring).
 
     ``completed_tokens``: per interval, the tokens of the requests that ended in it (llama.cpp's
@@ -316,6 +336,7 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
     ``lengths``: the window's prompt and output length histograms, where the engine exports them;
     then each block's prompts are drawn from the histogram and scaled to the block's work.
     ``pairs``: the two histograms paired per scrape (:func:`pdcensus.whatif.lengths.length_pairs`).
+    ``waits``: per interval, the TTFT histogram's ``_sum`` increase (:mod:`pdcensus.whatif.arrivals`).
     """
     s = read.signals
     t = s.times - s.times[0]
@@ -358,6 +379,12 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
     out = Traffic(window, starts, ends, n, work, max(1.0, short), long_size, max(1.0, mean_output), basis,
                   notes=tuple(notes), prompt_lengths=prompt_lengths, output_lengths=output_lengths, borrow=borrow,
                   length_pairs=pairs if prompt_lengths and output_lengths else ())
+    counted = float(np.nansum(whole)) if whole is not None else 0.0
+    arrivals = first_tokens(read, waits, float(np.sum(prompt)) / counted if counted > 0 else 1.0)
+    if arrivals and prompt_lengths:
+        out = replace(out, first_tokens=arrivals, notes=out.notes + (
+            "arrivals: each request its interval's mean TTFT before a moment inside the interval of its first "
+            "token (TTFT histogram count and _sum); prompts sum to the interval's prompt counter",))
     if prompt_lengths and output_lengths:
         drawn = expected_output(out.length_pairs, output_lengths)
         if math.isfinite(drawn) and drawn > 0 and total > 0:
