@@ -4,9 +4,13 @@ their prefill ends, and the length histograms observed when a request finishes (
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from pdcensus.series.vllm_steps import step_spans
-from pdcensus.whatif.measure import span_rates
+from pdcensus.whatif.arrivals import split_wait
+from pdcensus.whatif.lengths import pair_counts
+from pdcensus.whatif.measure import _median_pace, span_rates
+from pdcensus.whatif.traffic import Traffic, expected_length
 
 
 def test_a_second_inside_a_long_step_is_bucketed_with_the_interval_that_ends_the_step() -> None:
@@ -23,3 +27,71 @@ def test_a_second_inside_a_long_step_is_bucketed_with_the_interval_that_ends_the
     assert p[3] == p[4] == 750.0 and d[3] == d[4] == 1.5
     # intervals that end their own step keep their own rates
     assert d[1] == 165.0 and p[5] == 0.0 and np.isnan(d[0])
+
+
+def test_length_histograms_are_paired_where_one_scrape_forces_the_pairing() -> None:
+    # buckets: prompts (<=50, <=5000), outputs (<=1, <=500); per interval, counts per bucket (not cumulative)
+    prompts = np.array([[1, 0], [0, 1], [2, 0], [1, 1], [0, 0]], dtype=float)
+    outputs = np.array([[0, 1], [1, 0], [0, 2], [1, 1], [0, 0]], dtype=float)
+    joint = pair_counts(prompts, outputs)
+    # the forced intervals say decoders (short prompt) write 500 and long prompts 1; the mixed interval (one of
+    # each) is paired the same way, not the other way round
+    assert joint.tolist() == [[0.0, 4.0], [2.0, 0.0]]
+
+
+def test_a_blocks_lengths_are_the_draw_closest_to_its_work_and_outputs_go_with_their_prompt() -> None:
+    # vLLM's own bucket edges (1-2-5 steps): 32-token decoders writing 300 tokens, 3,000-token prompts writing 1
+    prompts = ((20.0, 0.0), (50.0, 27.0), (100.0, 0.0), (2000.0, 0.0), (5000.0, 34.0))
+    outputs = ((1.0, 34.0), (200.0, 0.0), (500.0, 27.0))
+    pairs = ((50.0, 500.0, 27.0), (5000.0, 1.0, 34.0))
+    # the prompt counter's mean over the draws' mean, as fit_traffic sets it (draws in (2000, 5000] average 3,500)
+    scale = (27 * 32 + 34 * 3000) / (27 * 35 + 34 * 3500)
+    assert expected_length(tuple((o, p, c) for p, o, c in pairs), prompts) == pytest.approx((27 * 35 + 34 * 3500) / 61)
+    traffic = Traffic(30.0, (0.0, 15.0), (15.0, 30.0), (5.0, 6.0), (15_000.0, 192.0), 32.0, 2968.0, 131.0,
+                      "TTFT histogram count", prompt_lengths=prompts, output_lengths=outputs, length_pairs=pairs,
+                      prompt_scale=scale)
+    for seed in range(5):
+        trace = traffic.trace(seed)
+        long_block = [r for r in trace if r.arrival_seconds < 15.0]
+        # the work is long prompts (a short one scaled up to thousands was what independent draws made)
+        assert len(long_block) == 5 and sum(r.prompt_tokens for r in long_block) == pytest.approx(15_000, abs=5)
+        assert sum(r.prompt_tokens for r in long_block if r.prompt_tokens > 1000) >= 0.95 * 15_000
+        # a long prompt never becomes a decoder, and a decoder's prompt is never a long one
+        assert all(r.output_tokens == 1 for r in trace if r.prompt_tokens > 1000)
+        assert all(r.prompt_tokens < 100 and r.output_tokens > 1 for r in trace if r.arrival_seconds >= 15.0)
+
+
+def test_histogram_outputs_are_scaled_to_the_generated_work() -> None:
+    outputs = ((1.0, 34.0), (200.0, 0.0), (500.0, 27.0))
+    pairs = ((50.0, 500.0, 27.0), (5000.0, 1.0, 34.0))
+    # a (200, 500] bucket draws 350 on average: 27 x 350 + 34 x 1 over 61 requests
+    assert expected_length(pairs, outputs) == pytest.approx((27 * 350 + 34 * 0.5) / 61)
+
+
+def test_the_first_token_wait_splits_by_the_ttft_buckets_and_sums_to_the_ttft_sum() -> None:
+    bounds = np.array([0.05, 2.5, 5.0, np.inf])
+    cumulative = np.array([1.0, 1.0, 2.0, 2.0])  # one request under 50 ms, one in (2.5, 5]
+    waits = split_wait(bounds, cumulative, 2, 3.02)
+    assert sum(waits) == pytest.approx(3.02) and waits[0] < 0.05 < 2.5 < waits[1]
+    assert split_wait(bounds, cumulative, 3, 3.0) == (1.0, 1.0, 1.0)  # buckets do not add up: equal shares
+
+
+def test_requests_arrive_their_wait_before_their_first_token_interval_longest_prompt_waiting_longest() -> None:
+    prompts = ((50.0, 1.0), (5000.0, 1.0))
+    outputs = ((1.0, 1.0), (500.0, 1.0))
+    pairs = ((50.0, 500.0, 1.0), (5000.0, 1.0, 1.0))
+    first = ((20.0, 21.0, 2, 3032.0, (0.02, 3.0)),)
+    traffic = Traffic(30.0, (0.0,), (30.0,), (2.0,), (3032.0,), 32.0, 3000.0, 150.0, "TTFT histogram count",
+                      prompt_lengths=prompts, output_lengths=outputs, length_pairs=pairs, first_tokens=first)
+    trace = sorted(traffic.trace(0), key=lambda r: r.prompt_tokens)
+    short, long = trace
+    assert sum(r.prompt_tokens for r in trace) == pytest.approx(3032, abs=2)
+    assert 17.0 <= long.arrival_seconds <= 18.0 and 19.98 <= short.arrival_seconds <= 20.98
+
+
+def test_the_felt_pace_is_the_waiting_weighted_median_of_the_intervals_pace() -> None:
+    # seven 1 s intervals at 1 token a second of waiting, one edge interval with 90 tokens in 1.5 s of waiting
+    tokens = np.array([1.0] * 7 + [90.0])
+    seconds = np.array([1.0] * 7 + [1.5])
+    assert _median_pace(tokens, seconds) == 1.0
+    assert np.isnan(_median_pace(np.zeros(3), np.ones(3)))

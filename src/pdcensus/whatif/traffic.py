@@ -36,8 +36,8 @@ Where the engine exports its length histograms (vLLM's ``request_prompt_tokens``
 ``request_generation_tokens``), each block's prompts are drawn from the window's prompt
 histogram and scaled to the block's computed work, and outputs from the generation histogram,
 paired with their prompts where the scrapes pair them (:mod:`pdcensus.whatif.lengths`). Of
-:data:`CANDIDATE_DRAWS` draws of a block's requests, the one whose prompts come closest to the
-block's work is kept: scaled independently drawn lengths turned five 3,000-token prompts of a
+:data:`CANDIDATE_DRAWS` draws of a block's requests, the first within :data:`CLOSE_ENOUGH` of the block's
+work, else the closest, is kept: scaled independently drawn lengths turned five 3,000-token prompts of a
 live vLLM block (drawn beside 32-token ones) into 5,000-token ones, or 32-token ones into hundreds.
 
 The typical short and long prompt, where requests are counted at their first token (the TTFT
@@ -80,7 +80,8 @@ LONG_FACTOR = 3.0  # a block's work per request above this many typical prompts 
 # a prompt starts when the work passes this share of a mean prompt beyond the previous ones' (a
 # prompt a few tokens longer than the mean would otherwise count as two)
 CROSS_TOLERANCE = 0.05
-CANDIDATE_DRAWS = 32  # draws of a block's lengths from the histograms; the closest to its prompt work is kept
+CANDIDATE_DRAWS = 256  # draws of a block's lengths from the histograms at most; the closest to its prompt work is kept
+CLOSE_ENOUGH = 0.05  # ... or the first within 5 % of it
 RESTART_PROMPT_TOKENS = 16  # a decoding stream's next request: a short prompt
 DECODER_MIN_TOKENS = 16  # a completion jump below this is a prompt request's own few tokens
 
@@ -118,6 +119,9 @@ class Traffic:
     # histogram-drawn outputs times this: the window's generated tokens per request over the draws' expected mean
     # (a bucket's draws are uniform inside it: 300-token outputs in vLLM's (200, 500] bucket drew 350 on average)
     output_scale: float = 1.0
+    # the same for prompts, where the prompt counter counts whole prompts with the requests (vLLM V1): a draw
+    # inside the (2000, 5000] bucket is 3,500 on average, a live run's prompts there were 3,000
+    prompt_scale: float = 1.0
     # vLLM V1: per interval with first tokens, (start, end, requests, prompts' sum, each request's TTFT)
     # (pdcensus.whatif.arrivals): the counted requests arrive their wait before a moment inside the interval
     first_tokens: tuple[tuple[float, float, int, float, tuple[float, ...]], ...] = ()
@@ -195,17 +199,21 @@ class Traffic:
     def _from_histograms(self, rng: random.Random, start: float, end: float, count: int,
                          work: float) -> list[TraceRequest]:
         """A block's requests with lengths drawn from the window's histograms (paired where they are), of
-        :data:`CANDIDATE_DRAWS` draws the one closest to the block's work, its prompts scaled to that work."""
+        up to :data:`CANDIDATE_DRAWS` draws the first close to the block's work (else the closest), its prompts
+        scaled to that work."""
         best: list[tuple[float, float]] = []
+        miss = math.inf
         for _ in range(CANDIDATE_DRAWS):
             drawn = [self._draw_pair(rng) for _ in range(count)]
-            if not best or abs(math.log(max(sum(p for p, _ in drawn), 1.0) / max(work, 1.0))) < abs(
-                    math.log(max(sum(p for p, _ in best), 1.0) / max(work, 1.0))):
-                best = drawn
+            off = abs(math.log(max(sum(p for p, _ in drawn), 1.0) / max(work, 1.0)))
+            if off < miss:
+                best, miss = drawn, off
+            if miss < CLOSE_ENOUGH:
+                break
         total = sum(p for p, _ in best)
         scale = work / total if total > 0 else 1.0
-        return [TraceRequest(rng.uniform(start, end), max(1, int(round(p * scale))),
-                             max(1, int(round(o * self.output_scale))), "histogram") for p, o in best]
+        return [TraceRequest(rng.uniform(start, end), max(1, int(round(p * scale))), max(1, int(round(o))),
+                             "histogram") for p, o in best]
 
     def _draw_pair(self, rng: random.Random) -> tuple[float, float]:
         """One (prompt, output) length: a scraped pair where the histograms are paired, else independent draws."""
@@ -215,11 +223,11 @@ class Traffic:
                 if pick <= c:
                     break
                 pick -= c
-            return (draw_in_bucket(rng, self.prompt_lengths, p_upper),
-                    draw_in_bucket(rng, self.output_lengths, o_upper))
+            return (draw_in_bucket(rng, self.prompt_lengths, p_upper) * self.prompt_scale,
+                    draw_in_bucket(rng, self.output_lengths, o_upper) * self.output_scale)
         output = (draw_length(rng, self.output_lengths) if self.output_lengths
                   else _lognormal(rng, self.mean_output_tokens, OUTPUT_SIGMA))
-        return draw_length(rng, self.prompt_lengths), float(output)
+        return draw_length(rng, self.prompt_lengths) * self.prompt_scale, float(output) * self.output_scale
 
 
 def draw_length(rng: random.Random, histogram: tuple[tuple[float, float], ...]) -> float:
@@ -252,9 +260,9 @@ def bucket_mean(histogram: tuple[tuple[float, float], ...], upper: float) -> flo
     return (low + (upper if math.isfinite(upper) else 1.5 * max(low, 1.0))) / 2
 
 
-def expected_output(pairs: tuple[tuple[float, float, float], ...],
+def expected_length(pairs: tuple[tuple[float, float, float], ...],
                     outputs: tuple[tuple[float, float], ...]) -> float:
-    """The mean output length the paired (else the marginal) histogram draws give."""
+    """The mean length the draws give: of each pair's second bucket (outputs), else of the marginal histogram."""
     weights = [(o, c) for _, o, c in pairs] if pairs else list(outputs)
     total = sum(c for _, c in weights)
     return sum(c * bucket_mean(outputs, o) for o, c in weights) / total if total > 0 else math.nan
@@ -386,9 +394,12 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
             "arrivals: each request its interval's mean TTFT before a moment inside the interval of its first "
             "token (TTFT histogram count and _sum); prompts sum to the interval's prompt counter",))
     if prompt_lengths and output_lengths:
-        drawn = expected_output(out.length_pairs, output_lengths)
+        drawn = expected_length(out.length_pairs, output_lengths)
         if math.isfinite(drawn) and drawn > 0 and total > 0:
             out = replace(out, output_scale=float(np.sum(generated)) / total / drawn)
+        drawn = expected_length(tuple((o, p, c) for p, o, c in out.length_pairs), prompt_lengths)
+        if counted > 0 and math.isfinite(drawn) and drawn > 0 and total > 0:
+            out = replace(out, prompt_scale=counted / total / drawn)
     borrowed = sum(1 for k, c in zip(n, out.block_counts()) if c >= 1 and k < 1)
     if borrowed:
         out = replace(out, notes=out.notes + (
