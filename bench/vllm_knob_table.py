@@ -23,7 +23,9 @@ import argparse
 import json
 import math
 import statistics
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from pdcensus.errors import CensusError
 from pdcensus.sources.load import load_source
@@ -32,7 +34,7 @@ from pdcensus.whatif.run import observe
 
 IGNORED = frozenset({"--port", "--host"})
 # (label, truth reader, whatif figure)
-FIGURES = (
+FIGURES: tuple[tuple[str, Callable[[dict[str, Any]], float], str], ...] = (
     ("per-stream decode during prefill (tok/s)", lambda t: t["during"]["per_stream_tokens_per_second"],
      "felt_busy_tokens_per_second"),
     ("per-stream decode outside prefill (tok/s)", lambda t: t["outside"]["per_stream_tokens_per_second"],
