@@ -215,7 +215,9 @@ def sim_flags(engine: str, argv: Sequence[str], read: ShapeRead, labels: Mapping
     else:
         limit, why = _batch_limit(read)
         default = vllm_deployed("--max-num-seqs", build) if build else None
-        if default is not None and default.value.isdigit() and int(default.value) < limit:
+        # where the build's default is known it is the deployed value: a running plateau below it is the KV pool
+        # or the load (a live CPU run with --num-gpu-blocks-override 24 ran at most 7 while 3 waited, at 128)
+        if default is not None and default.value.isdigit():
             limit, why = int(default.value), default.why
         flags["--max-num-seqs"], sources["--max-num-seqs"] = str(limit), why
     if Knob.BATCH_TOKENS in knobs:

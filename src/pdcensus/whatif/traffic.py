@@ -388,7 +388,10 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
                   notes=tuple(notes), prompt_lengths=prompt_lengths, output_lengths=output_lengths, borrow=borrow,
                   length_pairs=pairs if prompt_lengths and output_lengths else ())
     counted = float(np.nansum(whole)) if whole is not None else 0.0
-    arrivals = first_tokens(read, waits, float(np.sum(prompt)) / counted if counted > 0 else 1.0)
+    # computed over counted prompt work: below 1 where prefix-cache hits were counted and not computed; above 1
+    # only by recompute after preemption (the prompt is counted once, at its first token), which the twin runs
+    # itself where it preempts, so the share is at most 1
+    arrivals = first_tokens(read, waits, min(1.0, float(np.sum(prompt)) / counted) if counted > 0 else 1.0)
     if arrivals and prompt_lengths:
         out = replace(out, first_tokens=arrivals, notes=out.notes + (
             "arrivals: each request its interval's mean TTFT before a moment inside the interval of its first "
