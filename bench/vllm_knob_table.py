@@ -13,8 +13,11 @@ over the recording's own value), or why whatif refused. Usage::
 
 Figures (clients' truth, ``truth.json``; whatif's figure beside it): per-stream decode while a long
 prompt waits for its first token (``during``; whatif: the decoders' pace from the inter-token
-histogram in step spans with prefill) and outside (``outside``; the same without prefill), the inter-token gap p50 / p99 during (ITL p50 / p99 while
-prefill runs) and the long prompts' TTFT median (TTFT p50 while prefill runs).
+histogram in step spans with prefill) and outside (``outside``; the same without prefill), the
+inter-token gap p50 / p99 during (ITL p50 / p99 while prefill runs) and outside (ITL p50 / p99 of
+the window), the share of decoding time in gaps over 2 s (whatif has no such figure) and the long
+prompts' TTFT median (TTFT p50 while prefill runs). A figure neither run has (no long prompts beside
+a preemption load) is left out.
 """
 
 from __future__ import annotations
@@ -41,6 +44,9 @@ FIGURES: tuple[tuple[str, Callable[[dict[str, Any]], float], str], ...] = (
      "felt_idle_tokens_per_second"),
     ("ITL p50 during (s)", lambda t: t["during"]["gap_p50_seconds"], "busy_itl_p50_seconds"),
     ("ITL p99 during (s)", lambda t: t["during"]["gap_p99_seconds"], "busy_itl_p99_seconds"),
+    ("ITL p50 outside prefill (s)", lambda t: t["outside"]["gap_p50_seconds"], "itl_p50_seconds"),
+    ("ITL p99 outside prefill (s)", lambda t: t["outside"]["gap_p99_seconds"], "itl_p99_seconds"),
+    ("stalled share (gaps over 2 s)", lambda t: t["stalls"]["stalled_share"], ""),
     ("prompt TTFT median (s)", lambda t: statistics.median(t["prompt_ttft_seconds"]) if t.get("prompt_ttft_seconds")
      else math.nan, "busy_ttft_p50_seconds"),
 )
@@ -102,9 +108,13 @@ def main() -> int:
         knob = " ".join(sets) or "(none)"
         for label, read, figure in FIGURES:
             b, a = read(before_truth), read(truth)
+            if not (math.isfinite(b) or math.isfinite(a)):
+                continue  # no such window in either run (no long prompts beside a preemption load)
             measured = a / b if b > 0 else math.nan
             guess = "refused: " + refused if refused else _num(predicted.get(figure, math.nan), ratio=True)
-            rb, ra = observed_before.get(figure), observed_after.get(figure)
+            if not figure and not refused:
+                guess = "- (no such figure)"
+            rb, ra = (observed_before.get(figure), observed_after.get(figure)) if figure else (math.nan, math.nan)
             from_recordings = _num(ra / rb if rb > 0 else math.nan, ratio=True)
             print(f"| {run.name} | {knob} | {label} | {_num(b)} | {_num(a)} | {_num(measured, ratio=True)} | {from_recordings} "
                   f"| {guess} |")

@@ -1,15 +1,19 @@
 """vLLM 0.32's counting rules in the what-if's reads: a long step's silent seconds, prompts counted whole when
-their prefill ends, and the length histograms observed when a request finishes (hand-made inputs)."""
+their prefill ends, the length histograms observed when a request finishes, arrivals from the first-token
+counters, the decoders' felt pace, and a closed population of clients (hand-made inputs)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from pdcensus.census.run import ShapeRead
+from pdcensus.series.model import RecordingBuilder, SeriesKey
 from pdcensus.series.vllm_steps import step_spans
 from pdcensus.whatif.arrivals import split_wait
 from pdcensus.whatif.lengths import pair_counts
-from pdcensus.whatif.measure import _median_pace, span_rates
+from pdcensus.whatif.measure import _median_pace, read_window, span_rates
+from pdcensus.whatif.run import closed_loop_warning
 from pdcensus.whatif.traffic import Traffic, expected_length
 
 
@@ -95,3 +99,27 @@ def test_the_felt_pace_is_the_waiting_weighted_median_of_the_intervals_pace() ->
     seconds = np.array([1.0] * 7 + [1.5])
     assert _median_pace(tokens, seconds) == 1.0
     assert np.isnan(_median_pace(np.zeros(3), np.ones(3)))
+
+
+def _gauges(running: list[float], waiting: list[float]) -> ShapeRead:
+    builder = RecordingBuilder("loop")
+    labels = (("instance", "a:1"), ("job", "vllm"))
+    t = [float(i) for i in range(len(running))]
+    builder.add_many(SeriesKey("vllm:num_requests_running", labels), t, running)
+    builder.add_many(SeriesKey("vllm:num_requests_waiting", labels), t, waiting)
+    builder.add_many(SeriesKey("vllm:generation_tokens_total", labels), t, [150.0 * (i + 1) for i in range(len(t))])
+    builder.add_many(SeriesKey("vllm:prompt_tokens_total", labels), t, [100.0 * (i + 1) for i in range(len(t))])
+    return read_window(builder.build())
+
+
+def test_a_closed_population_of_clients_is_said_and_open_arrivals_are_not() -> None:
+    # ten clients back to back: running + waiting stays at 10 whatever the split
+    closed = _gauges([3.0 + (i % 2) for i in range(60)], [7.0 - (i % 2) for i in range(60)])
+    (line,) = closed_loop_warning(closed, None)
+    assert "held at 10" in line and "lower bounds" in line
+    assert closed_loop_warning(closed, "refused") == ()
+    # open arrivals around the same mean: the count wanders (Poisson, sd ~3)
+    rng = np.random.default_rng(0)
+    inside = rng.poisson(10.0, 60).astype(float)
+    running = np.minimum(inside, 4.0)
+    assert closed_loop_warning(_gauges(list(running), list(inside - running)), None) == ()

@@ -27,6 +27,7 @@ from pdcensus.census.run import CensusOptions, ShapeRead, census_endpoint, read_
 from pdcensus.errors import UsageError
 from pdcensus.series.llamacpp import increases
 from pdcensus.series.model import Recording
+from pdcensus.series.profiles import Signal
 from pdcensus.sim.config import Build, EngineConfig, parse_config
 from pdcensus.sim.fitted import trace_workload
 from pdcensus.sim.run import SimResult, simulate_scenario
@@ -47,6 +48,8 @@ DEFAULT_BOUND = 0.25
 DEFAULT_SEEDS = 4
 # a change's mean batch outside [low x p5, high x p95] of the recording's running is an extrapolation
 EXTRAPOLATION_LOW, EXTRAPOLATION_HIGH = 0.8, 1.25
+# running + waiting within 1 of its median in this share of the (at least this many) scrapes: a closed population
+CLOSED_LOOP_HELD, CLOSED_LOOP_MIN_SCRAPES = 0.9, 30
 
 
 @dataclass(frozen=True)
@@ -252,7 +255,8 @@ def what_if(recording: Recording, sets: Sequence[str], *, argv: Sequence[str] = 
     buckets = _buckets(observed, now, after) if not refused else ()
     return WhatIfResult(recording.source or "recording", calibration, tuple(settings), change.flags,
                         change.ubatch_tokens, change.load, seeds, bound, errors, refused, figures, buckets,
-                        extrapolation_warnings(calibration, after), () if refused else chunk_remarks(calibration, change))
+                        extrapolation_warnings(calibration, after) + closed_loop_warning(read, refused),
+                        () if refused else chunk_remarks(calibration, change))
 
 
 def chunk_remarks(calibration: Calibration, change: Change) -> tuple[str, ...]:
@@ -279,6 +283,27 @@ def chunk_remarks(calibration: Calibration, change: Change) -> tuple[str, ...]:
             f"twin prices prefill per token ({price * 1e6:.3g} us), so a prompt costs the decoders the same time however "
             "it is chunked: the per-stream means move little; each stall is shorter and there are more of them "
             "(the longest gap shrinks, ITL p99 beside prefill may rise)",)
+
+
+def closed_loop_warning(read: ShapeRead, refused: str | None) -> tuple[str, ...]:
+    """Where the requests in the engine (running + waiting) hold near one number, clients likely send the next
+    request when one ends: the twin replays the recorded arrivals, so it cannot raise the request rate."""
+    s = read.signals
+    running, waiting = s.gauge(Signal.RUNNING), s.gauge(Signal.WAITING)
+    if refused or running is None or waiting is None:
+        return ()
+    inside = (running + waiting)[np.isfinite(running) & np.isfinite(waiting)]
+    inside = inside[inside > 0]
+    if inside.size < CLOSED_LOOP_MIN_SCRAPES:
+        return ()
+    level = float(np.median(inside))
+    held = float(np.mean(np.abs(inside - level) <= 1.0))
+    if level < 2 or held < CLOSED_LOOP_HELD:
+        return ()
+    return (f"closed loop likely: running + waiting held at {level:.0f} +-1 in {held:.0%} of the scrapes, as when "
+            "clients send the next request when one ends; the twin replays the recorded arrivals, so a change that "
+            "shortens the wait is predicted at the recorded request rate (running and throughput after it are lower "
+            "bounds, TTFT an upper one)",)
 
 
 def extrapolation_warnings(calibration: Calibration, after: Sequence[WindowFigures]) -> tuple[str, ...]:
