@@ -15,7 +15,7 @@ Figures (clients' truth, ``truth.json``; whatif's figure beside it): per-stream 
 prompt waits for its first token (``during``; whatif: the decoders' pace from the inter-token
 histogram in step spans with prefill) and outside (``outside``; the same without prefill), the
 inter-token gap p50 / p99 during (ITL p50 / p99 while prefill runs) and outside (ITL p50 / p99 of
-the window), the share of decoding time in gaps over 2 s (whatif has no such figure) and the long
+the window), the share of decoding time in gaps over 2 s (whatif: of the waiting in gaps of 2.5 s or more) and the long
 prompts' TTFT median (TTFT p50 while prefill runs). A figure neither run has (no long prompts beside
 a preemption load) is left out.
 """
@@ -46,7 +46,8 @@ FIGURES: tuple[tuple[str, Callable[[dict[str, Any]], float], str], ...] = (
     ("ITL p99 during (s)", lambda t: t["during"]["gap_p99_seconds"], "busy_itl_p99_seconds"),
     ("ITL p50 outside prefill (s)", lambda t: t["outside"]["gap_p50_seconds"], "itl_p50_seconds"),
     ("ITL p99 outside prefill (s)", lambda t: t["outside"]["gap_p99_seconds"], "itl_p99_seconds"),
-    ("stalled share (gaps over 2 s)", lambda t: t["stalls"]["stalled_share"], ""),
+    ("stalled share (clients: gaps over 2 s; whatif: waiting in gaps >= 2.5 s)",
+     lambda t: t["stalls"]["stalled_share"], "stalled_share"),
     ("prompt TTFT median (s)", lambda t: statistics.median(t["prompt_ttft_seconds"]) if t.get("prompt_ttft_seconds")
      else math.nan, "busy_ttft_p50_seconds"),
 )

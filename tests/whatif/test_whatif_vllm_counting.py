@@ -8,12 +8,13 @@ import numpy as np
 import pytest
 
 from pdcensus.census.run import ShapeRead
+from pdcensus.census.signals import Histogram
 from pdcensus.series.model import RecordingBuilder, SeriesKey
 from pdcensus.series.vllm_steps import step_spans
 from pdcensus.whatif.arrivals import split_wait
 from pdcensus.whatif.lengths import pair_counts
-from pdcensus.whatif.measure import _median_pace, read_window, span_rates
-from pdcensus.whatif.run import closed_loop_warning
+from pdcensus.whatif.measure import _median_pace, read_window, span_rates, stalled_share
+from pdcensus.whatif.run import closed_loop_warning, preemption_gap_warning
 from pdcensus.whatif.traffic import Traffic, expected_length
 
 
@@ -101,7 +102,7 @@ def test_the_felt_pace_is_the_waiting_weighted_median_of_the_intervals_pace() ->
     assert np.isnan(_median_pace(np.zeros(3), np.ones(3)))
 
 
-def _gauges(running: list[float], waiting: list[float]) -> ShapeRead:
+def _gauges(running: list[float], waiting: list[float], preemptions: list[float] | None = None) -> ShapeRead:
     builder = RecordingBuilder("loop")
     labels = (("instance", "a:1"), ("job", "vllm"))
     t = [float(i) for i in range(len(running))]
@@ -109,6 +110,8 @@ def _gauges(running: list[float], waiting: list[float]) -> ShapeRead:
     builder.add_many(SeriesKey("vllm:num_requests_waiting", labels), t, waiting)
     builder.add_many(SeriesKey("vllm:generation_tokens_total", labels), t, [150.0 * (i + 1) for i in range(len(t))])
     builder.add_many(SeriesKey("vllm:prompt_tokens_total", labels), t, [100.0 * (i + 1) for i in range(len(t))])
+    if preemptions is not None:
+        builder.add_many(SeriesKey("vllm:num_preemptions_total", labels), t, preemptions)
     return read_window(builder.build())
 
 
@@ -123,3 +126,20 @@ def test_a_closed_population_of_clients_is_said_and_open_arrivals_are_not() -> N
     inside = rng.poisson(10.0, 60).astype(float)
     running = np.minimum(inside, 4.0)
     assert closed_loop_warning(_gauges(list(running), list(inside - running)), None) == ()
+
+
+def test_counted_preemptions_say_the_twins_inter_token_figures_leave_the_resumed_wait_out() -> None:
+    flat = [4.0] * 40
+    assert preemption_gap_warning(_gauges(flat, flat, [0.0] * 40), None) == ()
+    (line,) = preemption_gap_warning(_gauges(flat, flat, [float(i // 10) for i in range(40)]), None)
+    assert line.startswith("3 preemptions") and "not evidence" in line
+
+
+def test_the_stalled_share_is_the_waiting_in_gaps_from_the_stall_edge_up() -> None:
+    bounds = np.array([0.025, 1.0, 2.5, 5.0, np.inf])
+    # cumulative per interval: 100 gaps under 25 ms, then one gap in (2.5, 5] and one above 5 s
+    inc = np.array([[60.0, 60.0, 60.0, 61.0, 61.0], [40.0, 40.0, 40.0, 40.0, 41.0]])
+    share = stalled_share(Histogram("vllm:inter_token_latency_seconds", bounds, inc))
+    stalls = 3.75 + 7.5
+    assert share == pytest.approx(stalls / (100 * 0.0125 + stalls))
+    assert np.isnan(stalled_share(None))

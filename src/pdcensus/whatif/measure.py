@@ -27,7 +27,9 @@ mean moved 1 %). Where the engine counts steps and exports the inter-token histo
 decoders' **felt pace** is given beside it, as the census reads its ITL depth
 (:func:`pdcensus.series.vllm_steps.itl_depth`): tokens per second of the decoders' own waiting in
 the step spans that carried prefill (those of prefill running across scrapes where there are
-enough), and in the spans without (``felt_busy`` / ``felt_idle``): the intervals' pace, its median
+enough), and in the spans without (``felt_busy`` / ``felt_idle``); ``stalled_share``, the share of
+the decoders' waiting in inter-token gaps of :data:`STALL_SECONDS` or more (each bucket at its middle,
+the top one at 1.5 x its lower edge), what a preempted stream or a chunk step longer than that costs: the intervals' pace, its median
 weighted by the waiting, so a few intervals where a burst began or ended a scrape late (decode-only
 steps beside it: a twin's arrivals are placed to a scrape, not to the step) do not carry it. On that
 run the twin's pace while prefill ran came out at 5.5 tok/s as a pooled ratio against the
@@ -45,7 +47,7 @@ from pdcensus.census.buckets import BucketAssignment, assign_buckets, bucket_tab
 from pdcensus.census.model import BucketRow
 from pdcensus.census.measure import MIN_FELT_TOKENS
 from pdcensus.census.run import ShapeRead, read_shape
-from pdcensus.census.signals import ShapeSignals
+from pdcensus.census.signals import Histogram, ShapeSignals
 from pdcensus.errors import DataError
 from pdcensus.series.model import Endpoint, Recording
 from pdcensus.series.profiles import Signal, detect_profile
@@ -58,8 +60,9 @@ FIGURES: tuple[str, ...] = (
     "busy_vs_idle", "prefill_tokens_per_second", "running_mean", "waiting_mean",
     "ttft_p50_seconds", "ttft_p90_seconds", "ttft_p99_seconds", "itl_p50_seconds", "itl_p99_seconds",
     "busy_ttft_p50_seconds", "busy_ttft_p90_seconds", "busy_itl_p50_seconds", "busy_itl_p99_seconds",
-    "felt_busy_tokens_per_second", "felt_idle_tokens_per_second",
+    "felt_busy_tokens_per_second", "felt_idle_tokens_per_second", "stalled_share",
 )
+STALL_SECONDS = 2.5  # a gap from this inter-token bucket edge up is a stall (vLLM's first edge at or above 2 s)
 
 
 @dataclass(frozen=True)
@@ -156,6 +159,19 @@ def _median_pace(tokens: np.ndarray, seconds: np.ndarray) -> float:
     return float(pace[order][np.searchsorted(cum, cum[-1] / 2)])
 
 
+def stalled_share(itl: Histogram | None) -> float:
+    """The share of the window's inter-token waiting in gaps of :data:`STALL_SECONDS` or more (NaN: no histogram)."""
+    if itl is None or not itl.upper_bounds.size:
+        return NAN
+    cumulative = np.nansum(itl.increases, axis=0)
+    counts = np.clip(np.diff(np.concatenate([[0.0], cumulative])), 0.0, None)
+    bounds = itl.upper_bounds
+    lows = np.concatenate([[0.0], bounds[:-1]])
+    mids = np.where(np.isfinite(bounds), (lows + bounds) / 2, 1.5 * lows)
+    total = float(np.sum(counts * mids))
+    return float(np.sum((counts * mids)[lows >= STALL_SECONDS]) / total) if total > 0 else NAN
+
+
 def felt_paces(s: ShapeSignals) -> tuple[float, float]:
     """Decoders' tokens per second of their own waiting in step spans with prefill, and without (NaN: cannot say).
 
@@ -217,5 +233,6 @@ def measure(read: ShapeRead, edges: tuple[float, ...] | None = None) -> WindowFi
         "busy_itl_p50_seconds": busy_row.itl_p50_seconds, "busy_itl_p99_seconds": busy_row.itl_p99_seconds,
     }
     values["felt_busy_tokens_per_second"], values["felt_idle_tokens_per_second"] = felt_paces(s)
+    values["stalled_share"] = stalled_share(itl)
     values = {k: (float(v) if v is not None and math.isfinite(v) else NAN) for k, v in values.items()}
     return WindowFigures(values, table.rows, a.idle_threshold, tuple(a.edges), busy_row.samples, idle_row.samples)

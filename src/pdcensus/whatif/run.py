@@ -255,7 +255,8 @@ def what_if(recording: Recording, sets: Sequence[str], *, argv: Sequence[str] = 
     buckets = _buckets(observed, now, after) if not refused else ()
     return WhatIfResult(recording.source or "recording", calibration, tuple(settings), change.flags,
                         change.ubatch_tokens, change.load, seeds, bound, errors, refused, figures, buckets,
-                        extrapolation_warnings(calibration, after) + closed_loop_warning(read, refused),
+                        extrapolation_warnings(calibration, after) + closed_loop_warning(read, refused)
+                        + preemption_gap_warning(read, refused),
                         () if refused else chunk_remarks(calibration, change))
 
 
@@ -283,6 +284,17 @@ def chunk_remarks(calibration: Calibration, change: Change) -> tuple[str, ...]:
             f"twin prices prefill per token ({price * 1e6:.3g} us), so a prompt costs the decoders the same time however "
             "it is chunked: the per-stream means move little; each stall is shorter and there are more of them "
             "(the longest gap shrinks, ITL p99 beside prefill may rise)",)
+
+
+def preemption_gap_warning(read: ShapeRead, refused: str | None) -> tuple[str, ...]:
+    """Where preemptions were counted: the twin's inter-token figures leave a resumed stream's wait out."""
+    pre = read.signals.increase(Signal.PREEMPTIONS)
+    if refused or pre is None or not float(np.nansum(pre)) > 0:
+        return ()
+    return (f"{float(np.nansum(pre)):.0f} preemptions in the window: the twin preempts by recompute, but its "
+            "inter-token histogram observes each token's step, not a resumed stream's whole wait (vLLM 0.32 "
+            "observes the time since that request's previous token), so the stalls are not in the twin's ITL "
+            "p99 or stalled share: their predictions here are not evidence",)
 
 
 def closed_loop_warning(read: ShapeRead, refused: str | None) -> tuple[str, ...]:
