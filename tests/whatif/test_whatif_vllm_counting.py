@@ -12,10 +12,10 @@ from pdcensus.census.signals import Histogram
 from pdcensus.series.model import RecordingBuilder, SeriesKey
 from pdcensus.series.vllm_steps import step_spans
 from pdcensus.whatif.arrivals import split_wait
-from pdcensus.whatif.lengths import pair_counts
+from pdcensus.whatif.lengths import expected_length, pair_counts
 from pdcensus.whatif.measure import _median_pace, read_window, span_rates, stalled_share
 from pdcensus.whatif.run import closed_loop_warning, preemption_gap_warning
-from pdcensus.whatif.traffic import Traffic, expected_length
+from pdcensus.whatif.traffic import Traffic
 
 
 def test_a_second_inside_a_long_step_is_bucketed_with_the_interval_that_ends_the_step() -> None:

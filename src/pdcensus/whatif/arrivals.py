@@ -10,6 +10,9 @@ arrived its wait before a moment inside the interval, the longest prompt waiting
 fallback where these counters are absent) put a live run's back-to-back 3,000-token prompts
 side by side and seconds apart: the twin queued them (waiting 1.1 against 0, TTFT p90 +99 %)
 and decoded between them, so its decoders' pace while prefill ran read 5.5 tok/s against 1.1.
+
+llama.cpp counts no request; its decoders' next requests are read where the completion counter
+jumps (:func:`restarts_from`).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from pdcensus.series.model import Endpoint
 from pdcensus.series.profiles import LedgerTerm, Signal
 
 TTFT_SUM = "vllm:time_to_first_token_seconds_sum"
+DECODER_MIN_TOKENS = 16  # a completion jump below this is a prompt request's own few tokens
 # one interval with first tokens: (start, end) seconds from the window start, requests, their prompts' sum, and
 # each request's TTFT
 FirstTokens = tuple[float, float, int, float, tuple[float, ...]]
@@ -64,3 +68,22 @@ def split_wait(bounds: np.ndarray, cumulative: np.ndarray, k: int, total: float)
         return tuple([total / k] * k)
     scale = total / sum(guesses)
     return tuple(sorted(g * scale for g in guesses))
+
+
+def restarts_from(t: np.ndarray, completed: np.ndarray | None) -> tuple[tuple[tuple[float, float, int], ...], int]:
+    """Where requests ended (each a jump of the completion counter) and their typical size.
+
+    The smallest jump is one request's tokens; a jump of several times it is that many requests
+    ending in one interval (three 200-token streams ending together move it by 600). A jump under
+    :data:`DECODER_MIN_TOKENS` is a prompt request's own few tokens (a 1-token request marking its
+    prompt's end), not a decoding stream's.
+    """
+    if completed is None:
+        return (), 0
+    jumps = np.nan_to_num(np.asarray(completed, dtype=np.float64))
+    where = np.nonzero(jumps[1:] >= DECODER_MIN_TOKENS)[0] + 1
+    if not where.size:
+        return (), 0
+    one = float(jumps[where].min())
+    out = tuple((float(t[i - 1]), float(t[i]), max(1, int(round(jumps[i] / one)))) for i in where)
+    return out, max(1, int(round(one)))

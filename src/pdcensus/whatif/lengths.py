@@ -11,10 +11,15 @@ ran a third more requests at once than the recording (running +21 %).
 
 Intervals where the pairing is not forced are paired greedily by the exact intervals' joint
 counts (the most frequent pair first), with the marginals' product as the prior where those
-say nothing.
+say nothing. Draws from a histogram are uniform inside a bucket (:func:`draw_length`,
+:func:`draw_in_bucket`); :func:`expected_length` is their mean, which the traffic scales to the
+counted tokens per request.
 """
 
 from __future__ import annotations
+
+import math
+import random
 
 import numpy as np
 
@@ -83,3 +88,46 @@ def length_pairs(endpoint: Endpoint, rows: np.ndarray) -> tuple[Pair, ...]:
     joint = pair_counts(prompts[1], outputs[1])
     return tuple((float(prompts[0][i]), float(outputs[0][j]), float(joint[i, j]))
                  for i, j in zip(*np.nonzero(joint)))
+
+
+def draw_length(rng: random.Random, histogram: tuple[tuple[float, float], ...]) -> float:
+    """One length from a histogram's window counts: a bucket by its count, uniform inside it.
+
+    The ``+Inf`` bucket has no upper edge: its lengths are drawn up to 1.5 x its lower edge.
+    """
+    total = sum(c for _, c in histogram)
+    if total <= 0:
+        return 1.0
+    pick, low = rng.uniform(0.0, total), 0.0
+    for upper, c in histogram:
+        if pick <= c:
+            high = upper if math.isfinite(upper) else 1.5 * max(low, 1.0)
+            return rng.uniform(low, high)
+        pick -= c
+        low = upper
+    return low
+
+
+def bucket_mean(histogram: tuple[tuple[float, float], ...], upper: float) -> float:
+    """The mean of :func:`draw_in_bucket`'s draws in the bucket with this upper bound."""
+    low = max([b for b, _ in histogram if b < upper], default=0.0)
+    return (low + (upper if math.isfinite(upper) else 1.5 * max(low, 1.0))) / 2
+
+
+def expected_length(pairs: tuple[tuple[float, float, float], ...],
+                    outputs: tuple[tuple[float, float], ...]) -> float:
+    """The mean length the draws give: of each pair's second bucket (outputs), else of the marginal histogram."""
+    weights = [(o, c) for _, o, c in pairs] if pairs else list(outputs)
+    total = sum(c for _, c in weights)
+    return sum(c * bucket_mean(outputs, o) for o, c in weights) / total if total > 0 else math.nan
+
+
+def draw_in_bucket(rng: random.Random, histogram: tuple[tuple[float, float], ...], upper: float) -> float:
+    """One length uniform inside the bucket of ``histogram`` with this upper bound (+Inf: to 1.5 x its lower edge)."""
+    low = 0.0
+    for bound, _ in histogram:
+        if bound >= upper:
+            break
+        low = bound
+    high = upper if math.isfinite(upper) else 1.5 * max(low, 1.0)
+    return rng.uniform(low, high)

@@ -33,20 +33,15 @@ real vLLM run ``tp1_bs128`` the busy per-stream calibration error was -23 % agai
   of those recordings' prompt work.
 
 Where the engine exports its length histograms (vLLM's ``request_prompt_tokens`` and
-``request_generation_tokens``), each block's prompts are drawn from the window's prompt
-histogram and scaled to the block's computed work, and outputs from the generation histogram,
-paired with their prompts where the scrapes pair them (:mod:`pdcensus.whatif.lengths`). Of
-:data:`CANDIDATE_DRAWS` draws of a block's requests, the first within :data:`CLOSE_ENOUGH` of the block's
-work, else the closest, is kept: scaled independently drawn lengths turned five 3,000-token prompts of a
-live vLLM block (drawn beside 32-token ones) into 5,000-token ones, or 32-token ones into hundreds.
-
-The typical short and long prompt, where requests are counted at their first token (the TTFT
-histogram) and the prompt counter counts each prompt whole at that moment (vLLM V1:
-``prompt_tokens_total`` in the step that emits the first token, ``v1/metrics/stats.py``
-l. 517-519), are read from that counter per interval, not from the prefill signal (spread over
-when the prompt ran, so a 3,000-token prompt ended in one interval and its work sat in three);
-and the typical long prompt is an interval's excess, one long a scrape: a block's excess is
-several back-to-back long prompts (a live vLLM run's 3,000-token prompts read as ~14,500).
+``request_generation_tokens``), a block's requests are drawn from them, outputs paired with their
+prompts (:mod:`pdcensus.whatif.lengths`), and of up to :data:`CANDIDATE_DRAWS` draws the first
+within :data:`CLOSE_ENOUGH` of the block's work (else the closest) is kept, scaled to it: scaled
+independent draws turned a live vLLM block's 3,000-token prompts into 5,000-token ones, or its
+32-token ones into hundreds. Where vLLM V1 counts each prompt whole with its first token
+(``prompt_tokens_total`` and the TTFT histogram in the same step, ``v1/metrics/stats.py``
+l. 517-519), the typical sizes come from that counter per interval, a long one an interval (the
+spread prefill signal and a block's excess read that run's 3,000-token prompts as ~14,500), and
+the requests arrive by their first tokens (:mod:`pdcensus.whatif.arrivals`).
 
 Where the recording counts no request at all (llama.cpp exports no request counter), the caller
 gives the mean prompt size (``--mean-prompt-tokens``): prompts then arrive as the prompt work
@@ -66,7 +61,8 @@ from pdcensus.census.run import ShapeRead
 from pdcensus.errors import UsageError
 from pdcensus.series.profiles import Signal
 from pdcensus.sim.fitted import TraceRequest
-from pdcensus.whatif.arrivals import first_tokens
+from pdcensus.whatif.arrivals import first_tokens, restarts_from
+from pdcensus.whatif.lengths import draw_in_bucket, draw_length, expected_length
 
 BLOCK_SECONDS = 15.0
 PROMPT_SIGMA = 0.6
@@ -83,7 +79,6 @@ CROSS_TOLERANCE = 0.05
 CANDIDATE_DRAWS = 256  # draws of a block's lengths from the histograms at most; the closest to its prompt work is kept
 CLOSE_ENOUGH = 0.05  # ... or the first within 5 % of it
 RESTART_PROMPT_TOKENS = 16  # a decoding stream's next request: a short prompt
-DECODER_MIN_TOKENS = 16  # a completion jump below this is a prompt request's own few tokens
 
 
 @dataclass(frozen=True)
@@ -195,7 +190,6 @@ class Traffic:
             out.append(count)
         return out
 
-
     def _from_histograms(self, rng: random.Random, start: float, end: float, count: int,
                          work: float) -> list[TraceRequest]:
         """A block's requests with lengths drawn from the window's histograms (paired where they are), of
@@ -230,53 +224,10 @@ class Traffic:
         return draw_length(rng, self.prompt_lengths) * self.prompt_scale, float(output) * self.output_scale
 
 
-def draw_length(rng: random.Random, histogram: tuple[tuple[float, float], ...]) -> float:
-    """One length from a histogram's window counts: a bucket by its count, uniform inside it.
-
-    The ``+Inf`` bucket has no upper edge: its lengths are drawn up to 1.5 x its lower edge.
-    """
-    total = sum(c for _, c in histogram)
-    if total <= 0:
-        return 1.0
-    pick, low = rng.uniform(0.0, total), 0.0
-    for upper, c in histogram:
-        if pick <= c:
-            high = upper if math.isfinite(upper) else 1.5 * max(low, 1.0)
-            return rng.uniform(low, high)
-        pick -= c
-        low = upper
-    return low
-
-
 def _scaled_count(rng: random.Random, count: int, load: float) -> int:
     """``count x load`` requests, the fraction drawn."""
     x = count * load
     return int(x) + (1 if rng.random() < x - int(x) else 0)
-
-
-def bucket_mean(histogram: tuple[tuple[float, float], ...], upper: float) -> float:
-    """The mean of :func:`draw_in_bucket`'s draws in the bucket with this upper bound."""
-    low = max([b for b, _ in histogram if b < upper], default=0.0)
-    return (low + (upper if math.isfinite(upper) else 1.5 * max(low, 1.0))) / 2
-
-
-def expected_length(pairs: tuple[tuple[float, float, float], ...],
-                    outputs: tuple[tuple[float, float], ...]) -> float:
-    """The mean length the draws give: of each pair's second bucket (outputs), else of the marginal histogram."""
-    weights = [(o, c) for _, o, c in pairs] if pairs else list(outputs)
-    total = sum(c for _, c in weights)
-    return sum(c * bucket_mean(outputs, o) for o, c in weights) / total if total > 0 else math.nan
-
-
-def draw_in_bucket(rng: random.Random, histogram: tuple[tuple[float, float], ...], upper: float) -> float:
-    """One length uniform inside the bucket of ``histogram`` with this upper bound (+Inf: to 1.5 x its lower edge)."""
-    low = 0.0
-    for bound, _ in histogram:
-        if bound >= upper:
-            break
-        low = bound
-    high = upper if math.isfinite(upper) else 1.5 * max(low, 1.0)
-    return rng.uniform(low, high)
 
 
 def _lognormal(rng: random.Random, mean: float, sigma: float) -> int:
@@ -438,7 +389,7 @@ def _without_counts(read: ShapeRead, t: np.ndarray, prompt: np.ndarray, generate
             work.append(float(crossed * mean_prompt_tokens))
     rate = float(np.sum(generated)) / max(window, 1.0) / max(standing, 1)
     never_ending = int(rate * window * 4) + 64
-    restarts, output = _restarts(t, completed_tokens)
+    restarts, output = restarts_from(t, completed_tokens)
     notes.append(f"no request count: {standing} decoder(s) (median running where no prompt ran); prompts of "
                  f"--mean-prompt-tokens {mean_prompt_tokens:.0f} (1 output token) arriving as the prompt work "
                  "reaches each")
@@ -448,22 +399,3 @@ def _without_counts(read: ShapeRead, t: np.ndarray, prompt: np.ndarray, generate
     return Traffic(window, tuple(starts), tuple(ends), tuple(n), tuple(work), float(mean_prompt_tokens), 0.0, 1.0,
                    "prompt work / --mean-prompt-tokens", standing, output if restarts else never_ending, 0.0,
                    tuple(notes), restarts, output)
-
-
-def _restarts(t: np.ndarray, completed: np.ndarray | None) -> tuple[tuple[tuple[float, float, int], ...], int]:
-    """Where requests ended (each a jump of the completion counter) and their typical size.
-
-    The smallest jump is one request's tokens; a jump of several times it is that many requests
-    ending in one interval (three 200-token streams ending together move it by 600). A jump under
-    :data:`DECODER_MIN_TOKENS` is a prompt request's own few tokens (a 1-token request marking its
-    prompt's end), not a decoding stream's.
-    """
-    if completed is None:
-        return (), 0
-    jumps = np.nan_to_num(np.asarray(completed, dtype=np.float64))
-    where = np.nonzero(jumps[1:] >= DECODER_MIN_TOKENS)[0] + 1
-    if not where.size:
-        return (), 0
-    one = float(jumps[where].min())
-    out = tuple((float(t[i - 1]), float(t[i]), max(1, int(round(jumps[i] / one)))) for i in where)
-    return out, max(1, int(round(one)))
