@@ -13,8 +13,9 @@ from pdcensus.series.model import RecordingBuilder, SeriesKey
 from pdcensus.series.vllm_steps import step_spans
 from pdcensus.whatif.arrivals import split_wait
 from pdcensus.whatif.lengths import expected_length, pair_counts
-from pdcensus.whatif.measure import _median_pace, read_window, span_rates, stalled_share
-from pdcensus.whatif.run import closed_loop_warning, preemption_gap_warning
+from pdcensus.whatif.knobs import parse_knobs
+from pdcensus.whatif.measure import _median_pace, measure, read_window, span_rates, stalled_share
+from pdcensus.whatif.run import capacity_refusal, closed_loop_warning, preemption_gap_warning
 from pdcensus.whatif.traffic import Traffic
 
 
@@ -143,3 +144,15 @@ def test_the_stalled_share_is_the_waiting_in_gaps_from_the_stall_edge_up() -> No
     stalls = 3.75 + 7.5
     assert share == pytest.approx(stalls / (100 * 0.0125 + stalls))
     assert np.isnan(stalled_share(None))
+
+
+def test_a_change_of_admission_room_on_a_closed_population_with_a_queue_is_refused_in_one_line() -> None:
+    closed = _gauges([3.0 + (i % 2) for i in range(60)], [7.0 - (i % 2) for i in range(60)])
+    observed = measure(closed)
+    for knob in ("--num-gpu-blocks-override=48", "--max-num-seqs=4"):
+        line = capacity_refusal(closed, observed, parse_knobs([knob], "vllm"))
+        assert line is not None and line.startswith(knob.split("=")[0] + ": ") and "\n" not in line
+    # a chunk knob is not admission room; without a queue there is nobody to let in
+    assert capacity_refusal(closed, observed, parse_knobs(["--max-num-batched-tokens=512"], "vllm")) is None
+    no_queue = _gauges([10.0] * 60, [0.0] * 60)
+    assert capacity_refusal(no_queue, measure(no_queue), parse_knobs(["--max-num-seqs=4"], "vllm")) is None

@@ -32,9 +32,9 @@ from pdcensus.sim.config import Build, EngineConfig, parse_config
 from pdcensus.sim.fitted import trace_workload
 from pdcensus.sim.run import SimResult, simulate_scenario
 from pdcensus.sim.scenarios import Scenario, Segment
+from pdcensus.whatif.arrivals import ttft_sums
 from pdcensus.whatif.calibrate import LLAMACPP_DEFAULT_UBATCH, Calibration, calibrate
 from pdcensus.whatif.knobs import Knob, KnobSetting, parse_knobs
-from pdcensus.whatif.arrivals import ttft_sums
 from pdcensus.whatif.lengths import length_pairs
 from pdcensus.whatif.llamacpp_view import as_llamacpp
 from pdcensus.whatif.measure import FIGURES, WindowFigures, choose_endpoint, measure, read_window
@@ -48,6 +48,7 @@ DEFAULT_BOUND = 0.25
 DEFAULT_SEEDS = 4
 # a change's mean batch outside [low x p5, high x p95] of the recording's running is an extrapolation
 EXTRAPOLATION_LOW, EXTRAPOLATION_HIGH = 0.8, 1.25
+CAPACITY_FLAGS = frozenset({"--num-gpu-blocks-override", "--kv-cache-memory-bytes", "--max-num-seqs"})
 # running + waiting within 1 of its median in this share of the (at least this many) scrapes: a closed population
 CLOSED_LOOP_HELD, CLOSED_LOOP_MIN_SCRAPES = 0.9, 30
 
@@ -245,7 +246,7 @@ def what_if(recording: Recording, sets: Sequence[str], *, argv: Sequence[str] = 
     now = [simulate_twin(calibration, seed) for seed in range(seeds)]
     errors = calibration_errors(observed, now)
     worst = {k: v for k, v in errors.items() if k in BOUNDED and abs(v) > bound}
-    refused = None
+    refused = capacity_refusal(read, observed, settings)
     if worst:
         refused = ("calibration error beyond the bound of {:.0%}: ".format(bound)
                    + ", ".join(f"{k} {v:+.0%}" for k, v in worst.items())
@@ -297,25 +298,45 @@ def preemption_gap_warning(read: ShapeRead, refused: str | None) -> tuple[str, .
             "p99 or stalled share: their predictions here are not evidence",)
 
 
-def closed_loop_warning(read: ShapeRead, refused: str | None) -> tuple[str, ...]:
-    """Where the requests in the engine (running + waiting) hold near one number, clients likely send the next
-    request when one ends: the twin replays the recorded arrivals, so it cannot raise the request rate."""
+def closed_population(read: ShapeRead) -> tuple[float, float] | None:
+    """``(level, share)`` where running + waiting holds within 1 of its median ``level`` in ``share`` >=
+    :data:`CLOSED_LOOP_HELD` of the scrapes (clients that send the next request when one ends); else None."""
     s = read.signals
     running, waiting = s.gauge(Signal.RUNNING), s.gauge(Signal.WAITING)
-    if refused or running is None or waiting is None:
-        return ()
+    if running is None or waiting is None:
+        return None
     inside = (running + waiting)[np.isfinite(running) & np.isfinite(waiting)]
     inside = inside[inside > 0]
     if inside.size < CLOSED_LOOP_MIN_SCRAPES:
-        return ()
+        return None
     level = float(np.median(inside))
     held = float(np.mean(np.abs(inside - level) <= 1.0))
-    if level < 2 or held < CLOSED_LOOP_HELD:
+    return (level, held) if level >= 2 and held >= CLOSED_LOOP_HELD else None
+
+
+def closed_loop_warning(read: ShapeRead, refused: str | None) -> tuple[str, ...]:
+    """Where the requests in the engine (running + waiting) hold near one number, clients likely send the next
+    request when one ends: the twin replays the recorded arrivals, so it cannot raise the request rate."""
+    loop = None if refused else closed_population(read)
+    if loop is None:
         return ()
-    return (f"closed loop likely: running + waiting held at {level:.0f} +-1 in {held:.0%} of the scrapes, as when "
-            "clients send the next request when one ends; the twin replays the recorded arrivals, so a change that "
-            "shortens the wait is predicted at the recorded request rate (running and throughput after it are lower "
-            "bounds, TTFT an upper one)",)
+    return (f"closed loop likely: running + waiting held at {loop[0]:.0f} +-1 in {loop[1]:.0%} of the scrapes, as "
+            "when clients send the next request when one ends; the twin replays the recorded arrivals, so a change "
+            "that shortens the wait is predicted at the recorded request rate (running and throughput after it are "
+            "lower bounds, TTFT an upper one)",)
+
+
+def capacity_refusal(read: ShapeRead, observed: WindowFigures, settings: Sequence[KnobSetting]) -> str | None:
+    """A change of admission room (KV pool, batch bound) on a closed population with a standing queue: refused."""
+    flags = [s.spelling for s in settings if s.spelling in CAPACITY_FLAGS or s.knob is Knob.MAX_NUM_SEQS]
+    waiting = observed.get("waiting_mean")
+    loop = closed_population(read) if flags and math.isfinite(waiting) and waiting >= 1.0 else None
+    if loop is None:
+        return None
+    return (f"{flags[0]}: the recording looks like a closed population (running + waiting held at {loop[0]:.0f} in "
+            f"{loop[1]:.0%} of the scrapes) with a standing queue ({waiting:.1f} waiting on average): a change of "
+            "admission room lets the waiting clients in and they send their next requests sooner, while the twin "
+            "replays the recorded arrivals and cannot raise the request rate")
 
 
 def extrapolation_warnings(calibration: Calibration, after: Sequence[WindowFigures]) -> tuple[str, ...]:
