@@ -112,7 +112,8 @@ def main() -> int:
             if not (math.isfinite(b) or math.isfinite(a)):
                 continue  # no such window in either run (no long prompts beside a preemption load)
             measured = a / b if b > 0 else math.nan
-            guess = "refused: " + refused if refused else _num(predicted.get(figure, math.nan), ratio=True)
+            guess = ("refused " + refused if refused == "(above)" else "refused: " + refused) if refused else \
+                _num(predicted.get(figure, math.nan), ratio=True)
             if not figure and not refused:
                 guess = "- (no such figure)"
             rb, ra = (observed_before.get(figure), observed_after.get(figure)) if figure else (math.nan, math.nan)
@@ -120,7 +121,7 @@ def main() -> int:
             print(f"| {run.name} | {knob} | {label} | {_num(b)} | {_num(a)} | {_num(measured, ratio=True)} | {from_recordings} "
                   f"| {guess} |")
             if refused:
-                break
+                refused = "(above)"  # the reason once, the clients' figures still shown
     return 0
 
 
