@@ -164,13 +164,21 @@ def fit_step_costs(read: ShapeRead, report: CensusReport, observed: WindowFigure
     per_token, basis = math.nan, ""
     if dose is not None and math.isfinite(dose.ledger_ms_per_1k_tokens) and dose.ledger_ms_per_1k_tokens > 0:
         per_token, basis = dose.ledger_ms_per_1k_tokens / 1e6, "ledger: (chunk step - decode-only step) per chunk token"
-    elif dose is not None and dose.available and not dose.stable:
+    # the census withholds a dose-response whose figures leave their domain (a stall or depth below 0) from its
+    # verdict; the fit is still the twin's price: the figures inside their domain are kept, a stall below 0 is
+    # no measurable stall (priced at 0, as before the census withheld it)
+    withheld = dose is not None and not dose.available and dose.reason.startswith("withheld:")
+    below_zero = withheld and dose is not None and "stall_ms_per_1k_tokens = -" in dose.reason
+    fitted = dose is not None and (dose.available or withheld)
+    if dose is not None and fitted and not dose.stable:
         raise DataError(f"cannot calibrate the prefill cost: no ledger chunk step, and the dose-response is "
                         f"unstable ({dose.reason})")
-    elif dose is not None and dose.available and math.isfinite(dose.stall_ms_per_1k_tokens):
-        per_token = max(0.0, dose.stall_ms_per_1k_tokens / 1e6)
+    elif dose is not None and fitted and (math.isfinite(dose.stall_ms_per_1k_tokens) or below_zero):
+        stall = dose.stall_ms_per_1k_tokens if math.isfinite(dose.stall_ms_per_1k_tokens) else -math.inf
+        per_token = max(0.0, stall / 1e6)
+        shown = dose.reason if below_zero else f"{stall:.3g} ms per 1k tokens"
         basis = ("dose-response: decoders' stall per prefill token" if per_token > 0 else
-                 f"dose-response: no stall per prefill token ({dose.stall_ms_per_1k_tokens:.3g} ms per 1k tokens): "
+                 f"dose-response: no stall per prefill token ({shown}): "
                  "prefill priced at 0, so a chunk knob moves nothing in the twin")
     if not math.isfinite(per_token):
         why = dose.reason if dose is not None else "no dose-response"
