@@ -162,15 +162,15 @@ def fit_step_costs(read: ShapeRead, report: CensusReport, observed: WindowFigure
         scale = level / mean_step if mean_step > 0 else 1.0
         base, per_row, mean_step = base * scale, per_row * scale, level
     per_token, basis = math.nan, ""
-    if dose is not None and math.isfinite(dose.ledger_ms_per_1k_tokens) and dose.ledger_ms_per_1k_tokens > 0:
-        per_token, basis = dose.ledger_ms_per_1k_tokens / 1e6, "ledger: (chunk step - decode-only step) per chunk token"
     # the census withholds a dose-response whose figures leave their domain (a stall or depth below 0) from its
     # verdict; the fit is still the twin's price: the figures inside their domain are kept, a stall below 0 is
     # no measurable stall (priced at 0, as before the census withheld it)
     withheld = dose is not None and not dose.available and dose.reason.startswith("withheld:")
     below_zero = withheld and dose is not None and "stall_ms_per_1k_tokens = -" in dose.reason
     fitted = dose is not None and (dose.available or withheld)
-    if dose is not None and fitted and not dose.stable:
+    if dose is not None and math.isfinite(dose.ledger_ms_per_1k_tokens) and dose.ledger_ms_per_1k_tokens > 0:
+        per_token, basis = dose.ledger_ms_per_1k_tokens / 1e6, "ledger: (chunk step - decode-only step) per chunk token"
+    elif dose is not None and fitted and not dose.stable:
         raise DataError(f"cannot calibrate the prefill cost: no ledger chunk step, and the dose-response is "
                         f"unstable ({dose.reason})")
     elif dose is not None and fitted and (math.isfinite(dose.stall_ms_per_1k_tokens) or below_zero):
