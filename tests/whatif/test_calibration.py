@@ -27,7 +27,8 @@ from pdcensus.sim.workload import WorkloadFeeder
 from pdcensus.whatif.calibrate import Calibration, calibrate
 from pdcensus.whatif.knobs import Knob, knobs_from_argv, parse_knobs
 from pdcensus.whatif.run import calibration_errors, length_histograms, observe, simulate_twin
-from pdcensus.whatif.traffic import Traffic, draw_length
+from pdcensus.whatif.lengths import draw_length
+from pdcensus.whatif.traffic import Traffic
 
 _CACHE: dict[str, tuple[SimResult, Calibration]] = {}
 

@@ -162,15 +162,23 @@ def fit_step_costs(read: ShapeRead, report: CensusReport, observed: WindowFigure
         scale = level / mean_step if mean_step > 0 else 1.0
         base, per_row, mean_step = base * scale, per_row * scale, level
     per_token, basis = math.nan, ""
+    # the census withholds a dose-response whose figures leave their domain (a stall or depth below 0) from its
+    # verdict; the fit is still the twin's price: the figures inside their domain are kept, a stall below 0 is
+    # no measurable stall (priced at 0, as before the census withheld it)
+    withheld = dose is not None and not dose.available and dose.reason.startswith("withheld:")
+    below_zero = withheld and dose is not None and "stall_ms_per_1k_tokens = -" in dose.reason
+    fitted = dose is not None and (dose.available or withheld)
     if dose is not None and math.isfinite(dose.ledger_ms_per_1k_tokens) and dose.ledger_ms_per_1k_tokens > 0:
         per_token, basis = dose.ledger_ms_per_1k_tokens / 1e6, "ledger: (chunk step - decode-only step) per chunk token"
-    elif dose is not None and dose.available and not dose.stable:
+    elif dose is not None and fitted and not dose.stable:
         raise DataError(f"cannot calibrate the prefill cost: no ledger chunk step, and the dose-response is "
                         f"unstable ({dose.reason})")
-    elif dose is not None and dose.available and math.isfinite(dose.stall_ms_per_1k_tokens):
-        per_token = max(0.0, dose.stall_ms_per_1k_tokens / 1e6)
+    elif dose is not None and fitted and (math.isfinite(dose.stall_ms_per_1k_tokens) or below_zero):
+        stall = dose.stall_ms_per_1k_tokens if math.isfinite(dose.stall_ms_per_1k_tokens) else -math.inf
+        per_token = max(0.0, stall / 1e6)
+        shown = dose.reason if below_zero else f"{stall:.3g} ms per 1k tokens"
         basis = ("dose-response: decoders' stall per prefill token" if per_token > 0 else
-                 f"dose-response: no stall per prefill token ({dose.stall_ms_per_1k_tokens:.3g} ms per 1k tokens): "
+                 f"dose-response: no stall per prefill token ({shown}): "
                  "prefill priced at 0, so a chunk knob moves nothing in the twin")
     if not math.isfinite(per_token):
         why = dose.reason if dose is not None else "no dose-response"
@@ -215,7 +223,9 @@ def sim_flags(engine: str, argv: Sequence[str], read: ShapeRead, labels: Mapping
     else:
         limit, why = _batch_limit(read)
         default = vllm_deployed("--max-num-seqs", build) if build else None
-        if default is not None and default.value.isdigit() and int(default.value) < limit:
+        # where the build's default is known it is the deployed value: a running plateau below it is the KV pool
+        # or the load (a live CPU run with --num-gpu-blocks-override 24 ran at most 7 while 3 waited, at 128)
+        if default is not None and default.value.isdigit():
             limit, why = int(default.value), default.why
         flags["--max-num-seqs"], sources["--max-num-seqs"] = str(limit), why
     if Knob.BATCH_TOKENS in knobs:
@@ -264,11 +274,12 @@ def ubatch_of(engine: str, knobs: dict[Knob, str]) -> int:
 def calibrate(read: ShapeRead, report: CensusReport, observed: WindowFigures, argv: Sequence[str],
               mean_prompt_tokens: float | None = None, completed_tokens: np.ndarray | None = None,
               lengths: tuple[tuple[tuple[float, float], ...], tuple[tuple[float, float], ...]] = ((), ()),
-              labels: Mapping[str, str] | None = None) -> Calibration:
+              labels: Mapping[str, str] | None = None,
+              pairs: tuple[tuple[float, float, float], ...] = (), waits: np.ndarray | None = None) -> Calibration:
     """The twin of the window ``read``: costs, traffic and flags (raises DataError where it cannot)."""
     engine = engine_family(read.detection.profile.engine)
     flags, sources, knobs = sim_flags(engine, argv, read, labels)
-    traffic = fit_traffic(read, mean_prompt_tokens, completed_tokens, lengths)
+    traffic = fit_traffic(read, mean_prompt_tokens, completed_tokens, lengths, pairs, waits)
     costs = fit_step_costs(read, report, observed, engine, ubatch_of(engine, knobs), traffic)
     notes = list(traffic.notes)
     if engine == "radiance":

@@ -28,7 +28,11 @@ LABELS = {
     "itl_p99_seconds": "ITL p99 (s)",
     "busy_ttft_p50_seconds": "TTFT p50, prefill running (s)",
     "busy_ttft_p90_seconds": "TTFT p90, prefill running (s)",
+    "busy_itl_p50_seconds": "ITL p50, prefill running (s)",
     "busy_itl_p99_seconds": "ITL p99, prefill running (s)",
+    "felt_busy_tokens_per_second": "decoders' pace, prefill running (ITL, tok/s)",
+    "felt_idle_tokens_per_second": "decoders' pace, prefill idle (ITL, tok/s)",
+    "stalled_share": "decoders' waiting in gaps >= 2.5 s (share)",
 }
 
 
@@ -43,7 +47,9 @@ ERROR_LINES: tuple[tuple[tuple[str, str], ...], ...] = (
     (("ttft_p50_seconds", "TTFT p50"), ("ttft_p90_seconds", "p90"), ("ttft_p99_seconds", "p99"),
      ("itl_p50_seconds", "ITL p50"), ("itl_p99_seconds", "p99")),
     (("busy_ttft_p50_seconds", "while prefill runs: TTFT p50"), ("busy_ttft_p90_seconds", "p90"),
-     ("busy_itl_p99_seconds", "ITL p99")),
+     ("busy_itl_p50_seconds", "ITL p50"), ("busy_itl_p99_seconds", "p99")),
+    (("felt_busy_tokens_per_second", "decoders' pace (ITL) while prefill runs"),
+     ("felt_idle_tokens_per_second", "idle"), ("stalled_share", "waiting in gaps >= 2.5 s")),
 )
 
 

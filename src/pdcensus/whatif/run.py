@@ -27,12 +27,15 @@ from pdcensus.census.run import CensusOptions, ShapeRead, census_endpoint, read_
 from pdcensus.errors import UsageError
 from pdcensus.series.llamacpp import increases
 from pdcensus.series.model import Recording
+from pdcensus.series.profiles import Signal
 from pdcensus.sim.config import Build, EngineConfig, parse_config
 from pdcensus.sim.fitted import trace_workload
 from pdcensus.sim.run import SimResult, simulate_scenario
 from pdcensus.sim.scenarios import Scenario, Segment
+from pdcensus.whatif.arrivals import ttft_sums
 from pdcensus.whatif.calibrate import LLAMACPP_DEFAULT_UBATCH, Calibration, calibrate
 from pdcensus.whatif.knobs import Knob, KnobSetting, parse_knobs
+from pdcensus.whatif.lengths import length_pairs
 from pdcensus.whatif.llamacpp_view import as_llamacpp
 from pdcensus.whatif.measure import FIGURES, WindowFigures, choose_endpoint, measure, read_window
 from pdcensus.whatif.vllm_knobs import vllm_change
@@ -45,6 +48,9 @@ DEFAULT_BOUND = 0.25
 DEFAULT_SEEDS = 4
 # a change's mean batch outside [low x p5, high x p95] of the recording's running is an extrapolation
 EXTRAPOLATION_LOW, EXTRAPOLATION_HIGH = 0.8, 1.25
+CAPACITY_FLAGS = frozenset({"--num-gpu-blocks-override", "--kv-cache-memory-bytes", "--max-num-seqs"})
+# running + waiting within 1 of its median in this share of the (at least this many) scrapes: a closed population
+CLOSED_LOOP_HELD, CLOSED_LOOP_MIN_SCRAPES = 0.9, 30
 
 
 @dataclass(frozen=True)
@@ -229,7 +235,9 @@ def what_if(recording: Recording, sets: Sequence[str], *, argv: Sequence[str] = 
     report, observed, read = observe(recording, instance)
     calibration = calibrate(read, report, observed, argv, mean_prompt_tokens,
                             completed_tokens(recording, read, instance), length_histograms(recording, read, instance),
-                            config_labels(recording, instance))
+                            config_labels(recording, instance),
+                            length_pairs(choose_endpoint(recording, instance), read.rows),
+                            ttft_sums(choose_endpoint(recording, instance), read.rows))
     settings = parse_knobs(sets, calibration.engine)
     if not settings:
         raise UsageError("give at least one --set KNOB=VALUE")
@@ -238,7 +246,7 @@ def what_if(recording: Recording, sets: Sequence[str], *, argv: Sequence[str] = 
     now = [simulate_twin(calibration, seed) for seed in range(seeds)]
     errors = calibration_errors(observed, now)
     worst = {k: v for k, v in errors.items() if k in BOUNDED and abs(v) > bound}
-    refused = None
+    refused = capacity_refusal(read, observed, settings)
     if worst:
         refused = ("calibration error beyond the bound of {:.0%}: ".format(bound)
                    + ", ".join(f"{k} {v:+.0%}" for k, v in worst.items())
@@ -248,7 +256,9 @@ def what_if(recording: Recording, sets: Sequence[str], *, argv: Sequence[str] = 
     buckets = _buckets(observed, now, after) if not refused else ()
     return WhatIfResult(recording.source or "recording", calibration, tuple(settings), change.flags,
                         change.ubatch_tokens, change.load, seeds, bound, errors, refused, figures, buckets,
-                        extrapolation_warnings(calibration, after), () if refused else chunk_remarks(calibration, change))
+                        extrapolation_warnings(calibration, after) + closed_loop_warning(read, refused)
+                        + preemption_gap_warning(read, refused),
+                        () if refused else chunk_remarks(calibration, change))
 
 
 def chunk_remarks(calibration: Calibration, change: Change) -> tuple[str, ...]:
@@ -275,6 +285,58 @@ def chunk_remarks(calibration: Calibration, change: Change) -> tuple[str, ...]:
             f"twin prices prefill per token ({price * 1e6:.3g} us), so a prompt costs the decoders the same time however "
             "it is chunked: the per-stream means move little; each stall is shorter and there are more of them "
             "(the longest gap shrinks, ITL p99 beside prefill may rise)",)
+
+
+def preemption_gap_warning(read: ShapeRead, refused: str | None) -> tuple[str, ...]:
+    """Where preemptions were counted: the twin's inter-token figures leave a resumed stream's wait out."""
+    pre = read.signals.increase(Signal.PREEMPTIONS)
+    if refused or pre is None or not float(np.nansum(pre)) > 0:
+        return ()
+    return (f"{float(np.nansum(pre)):.0f} preemptions in the window: the twin preempts by recompute, but its "
+            "inter-token histogram observes each token's step, not a resumed stream's whole wait (vLLM 0.32 "
+            "observes the time since that request's previous token), so the stalls are not in the twin's ITL "
+            "p99 or stalled share: their predictions here are not evidence",)
+
+
+def closed_population(read: ShapeRead) -> tuple[float, float] | None:
+    """``(level, share)`` where running + waiting holds within 1 of its median ``level`` in ``share`` >=
+    :data:`CLOSED_LOOP_HELD` of the scrapes (clients that send the next request when one ends); else None."""
+    s = read.signals
+    running, waiting = s.gauge(Signal.RUNNING), s.gauge(Signal.WAITING)
+    if running is None or waiting is None:
+        return None
+    inside = (running + waiting)[np.isfinite(running) & np.isfinite(waiting)]
+    inside = inside[inside > 0]
+    if inside.size < CLOSED_LOOP_MIN_SCRAPES:
+        return None
+    level = float(np.median(inside))
+    held = float(np.mean(np.abs(inside - level) <= 1.0))
+    return (level, held) if level >= 2 and held >= CLOSED_LOOP_HELD else None
+
+
+def closed_loop_warning(read: ShapeRead, refused: str | None) -> tuple[str, ...]:
+    """Where the requests in the engine (running + waiting) hold near one number, clients likely send the next
+    request when one ends: the twin replays the recorded arrivals, so it cannot raise the request rate."""
+    loop = None if refused else closed_population(read)
+    if loop is None:
+        return ()
+    return (f"closed loop likely: running + waiting held at {loop[0]:.0f} +-1 in {loop[1]:.0%} of the scrapes, as "
+            "when clients send the next request when one ends; the twin replays the recorded arrivals, so a change "
+            "that shortens the wait is predicted at the recorded request rate (running and throughput after it are "
+            "lower bounds, TTFT an upper one)",)
+
+
+def capacity_refusal(read: ShapeRead, observed: WindowFigures, settings: Sequence[KnobSetting]) -> str | None:
+    """A change of admission room (KV pool, batch bound) on a closed population with a standing queue: refused."""
+    flags = [s.spelling for s in settings if s.spelling in CAPACITY_FLAGS or s.knob is Knob.MAX_NUM_SEQS]
+    waiting = observed.get("waiting_mean")
+    loop = closed_population(read) if flags and math.isfinite(waiting) and waiting >= 1.0 else None
+    if loop is None:
+        return None
+    return (f"{flags[0]}: the recording looks like a closed population (running + waiting held at {loop[0]:.0f} in "
+            f"{loop[1]:.0%} of the scrapes) with a standing queue ({waiting:.1f} waiting on average): a change of "
+            "admission room lets the waiting clients in and they send their next requests sooner, while the twin "
+            "replays the recorded arrivals and cannot raise the request rate")
 
 
 def extrapolation_warnings(calibration: Calibration, after: Sequence[WindowFigures]) -> tuple[str, ...]:

@@ -33,8 +33,15 @@ real vLLM run ``tp1_bs128`` the busy per-stream calibration error was -23 % agai
   of those recordings' prompt work.
 
 Where the engine exports its length histograms (vLLM's ``request_prompt_tokens`` and
-``request_generation_tokens``), each block's prompts are drawn from the window's prompt
-histogram and scaled to the block's computed work, and outputs from the generation histogram.
+``request_generation_tokens``), a block's requests are drawn from them, outputs paired with their
+prompts (:mod:`pdcensus.whatif.lengths`), and of up to :data:`CANDIDATE_DRAWS` draws the first
+within :data:`CLOSE_ENOUGH` of the block's work (else the closest) is kept, scaled to it: scaled
+independent draws turned a live vLLM block's 3,000-token prompts into 5,000-token ones, or its
+32-token ones into hundreds. Where vLLM V1 counts each prompt whole with its first token
+(``prompt_tokens_total`` and the TTFT histogram in the same step, ``v1/metrics/stats.py``
+l. 517-519), the typical sizes come from that counter per interval, a long one an interval (the
+spread prefill signal and a block's excess read that run's 3,000-token prompts as ~14,500), and
+the requests arrive by their first tokens (:mod:`pdcensus.whatif.arrivals`).
 
 Where the recording counts no request at all (llama.cpp exports no request counter), the caller
 gives the mean prompt size (``--mean-prompt-tokens``): prompts then arrive as the prompt work
@@ -54,6 +61,8 @@ from pdcensus.census.run import ShapeRead
 from pdcensus.errors import UsageError
 from pdcensus.series.profiles import Signal
 from pdcensus.sim.fitted import TraceRequest
+from pdcensus.whatif.arrivals import first_tokens, restarts_from
+from pdcensus.whatif.lengths import draw_in_bucket, draw_length, expected_length
 
 BLOCK_SECONDS = 15.0
 PROMPT_SIGMA = 0.6
@@ -67,8 +76,9 @@ LONG_FACTOR = 3.0  # a block's work per request above this many typical prompts 
 # a prompt starts when the work passes this share of a mean prompt beyond the previous ones' (a
 # prompt a few tokens longer than the mean would otherwise count as two)
 CROSS_TOLERANCE = 0.05
+CANDIDATE_DRAWS = 256  # draws of a block's lengths from the histograms at most; the closest to its prompt work is kept
+CLOSE_ENOUGH = 0.05  # ... or the first within 5 % of it
 RESTART_PROMPT_TOKENS = 16  # a decoding stream's next request: a short prompt
-DECODER_MIN_TOKENS = 16  # a completion jump below this is a prompt request's own few tokens
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,17 @@ class Traffic:
     # a block with prompt work and no counted request borrows one from the blocks after it: the requests are
     # counted when they end (the finished-requests counter), not when their prefill runs
     borrow: bool = False
+    # (prompt bucket upper bound, output bucket upper bound, requests): the histograms paired per scrape
+    length_pairs: tuple[tuple[float, float, float], ...] = ()
+    # histogram-drawn outputs times this: the window's generated tokens per request over the draws' expected mean
+    # (a bucket's draws are uniform inside it: 300-token outputs in vLLM's (200, 500] bucket drew 350 on average)
+    output_scale: float = 1.0
+    # the same for prompts, where the prompt counter counts whole prompts with the requests (vLLM V1): a draw
+    # inside the (2000, 5000] bucket is 3,500 on average, a live run's prompts there were 3,000
+    prompt_scale: float = 1.0
+    # vLLM V1: per interval with first tokens, (start, end, requests, prompts' sum, each request's TTFT)
+    # (pdcensus.whatif.arrivals): the counted requests arrive their wait before a moment inside the interval
+    first_tokens: tuple[tuple[float, float, int, float, tuple[float, ...]], ...] = ()
 
     @property
     def prompt_tokens_total(self) -> float:
@@ -116,6 +137,15 @@ class Traffic:
         for start, end, count in self.restarts:
             out += [TraceRequest(rng.uniform(start, end), RESTART_PROMPT_TOKENS, self.restart_output_tokens, "standing")
                     for _ in range(count)]
+        if self.first_tokens and self.prompt_lengths:
+            for start, end, count, work, waits in self.first_tokens:
+                n = _scaled_count(rng, count, load)
+                drawn = sorted(self._from_histograms(rng, start, end, n, work * n / count),
+                               key=lambda r: r.prompt_tokens)
+                # the longest prompt waited longest (its prefill is in its wait); a load above 1 repeats the waits
+                ranked = sorted(waits[i % count] for i in range(n))
+                out += [replace(r, arrival_seconds=max(0.0, r.arrival_seconds - w)) for r, w in zip(drawn, ranked)]
+            return out
         counts = self.block_counts(load)
         # borrowed requests left unpaid at the window's end: outputs shrink so the generated work holds
         output_scale = min(1.0, sum(self.requests) * load / sum(counts)) if sum(counts) > 0 else 1.0
@@ -160,37 +190,44 @@ class Traffic:
             out.append(count)
         return out
 
-
     def _from_histograms(self, rng: random.Random, start: float, end: float, count: int,
                          work: float) -> list[TraceRequest]:
-        """A block's requests with lengths drawn from the window's histograms, prompts scaled to the block's work."""
-        prompts = [draw_length(rng, self.prompt_lengths) for _ in range(count)]
-        scale = work / sum(prompts) if sum(prompts) > 0 else 1.0
-        out = []
-        for p in prompts:
-            output = (draw_length(rng, self.output_lengths) if self.output_lengths
-                      else _lognormal(rng, self.mean_output_tokens, OUTPUT_SIGMA))
-            out.append(TraceRequest(rng.uniform(start, end), max(1, int(round(p * scale))), max(1, int(output)),
-                                    "histogram"))
-        return out
+        """A block's requests with lengths drawn from the window's histograms (paired where they are), of
+        up to :data:`CANDIDATE_DRAWS` draws the first close to the block's work (else the closest), its prompts
+        scaled to that work."""
+        best: list[tuple[float, float]] = []
+        miss = math.inf
+        for _ in range(CANDIDATE_DRAWS):
+            drawn = [self._draw_pair(rng) for _ in range(count)]
+            off = abs(math.log(max(sum(p for p, _ in drawn), 1.0) / max(work, 1.0)))
+            if off < miss:
+                best, miss = drawn, off
+            if miss < CLOSE_ENOUGH:
+                break
+        total = sum(p for p, _ in best)
+        scale = work / total if total > 0 else 1.0
+        return [TraceRequest(rng.uniform(start, end), max(1, int(round(p * scale))), max(1, int(round(o))),
+                             "histogram") for p, o in best]
+
+    def _draw_pair(self, rng: random.Random) -> tuple[float, float]:
+        """One (prompt, output) length: a scraped pair where the histograms are paired, else independent draws."""
+        if self.length_pairs:
+            pick = rng.uniform(0.0, sum(c for _, _, c in self.length_pairs))
+            for p_upper, o_upper, c in self.length_pairs:
+                if pick <= c:
+                    break
+                pick -= c
+            return (draw_in_bucket(rng, self.prompt_lengths, p_upper) * self.prompt_scale,
+                    draw_in_bucket(rng, self.output_lengths, o_upper) * self.output_scale)
+        output = (draw_length(rng, self.output_lengths) if self.output_lengths
+                  else _lognormal(rng, self.mean_output_tokens, OUTPUT_SIGMA))
+        return draw_length(rng, self.prompt_lengths) * self.prompt_scale, float(output) * self.output_scale
 
 
-def draw_length(rng: random.Random, histogram: tuple[tuple[float, float], ...]) -> float:
-    """One length from a histogram's window counts: a bucket by its count, uniform inside it.
-
-    The ``+Inf`` bucket has no upper edge: its lengths are drawn up to 1.5 x its lower edge.
-    """
-    total = sum(c for _, c in histogram)
-    if total <= 0:
-        return 1.0
-    pick, low = rng.uniform(0.0, total), 0.0
-    for upper, c in histogram:
-        if pick <= c:
-            high = upper if math.isfinite(upper) else 1.5 * max(low, 1.0)
-            return rng.uniform(low, high)
-        pick -= c
-        low = upper
-    return low
+def _scaled_count(rng: random.Random, count: int, load: float) -> int:
+    """``count x load`` requests, the fraction drawn."""
+    x = count * load
+    return int(x) + (1 if rng.random() < x - int(x) else 0)
 
 
 def _lognormal(rng: random.Random, mean: float, sigma: float) -> int:
@@ -211,6 +248,14 @@ def _request_counts(read: ShapeRead) -> tuple[np.ndarray | None, str]:
     if s.finished_requests is not None and np.nansum(s.finished_requests) > 0:
         return np.nan_to_num(s.finished_requests), "finished-requests counter"
     return None, ""
+
+
+def _whole_at_first_token(read: ShapeRead, basis: str) -> np.ndarray | None:
+    """The prompt counter per interval where it counts each prompt whole when the request's first token comes, the
+    moment the TTFT histogram counts the request (vLLM V1); else None."""
+    if basis != "TTFT histogram count" or read.detection.profile.name != "vllm-v1":
+        return None
+    return read.signals.increase(Signal.PROMPT_TOKENS)
 
 
 def _work(read: ShapeRead, signal: Signal, rate: np.ndarray | None) -> np.ndarray:
@@ -240,13 +285,17 @@ def _blocks(times: np.ndarray, block_seconds: float) -> list[tuple[int, int]]:
 
 def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
                 completed_tokens: np.ndarray | None = None,
-                lengths: tuple[tuple[tuple[float, float], ...], tuple[tuple[float, float], ...]] = ((), ())) -> Traffic:
+                lengths: tuple[tuple[tuple[float, float], ...], tuple[tuple[float, float], ...]] = ((), ()),
+                pairs: tuple[tuple[float, float, float], ...] = (),
+                waits: np.ndarray | None = None) -> Traffic:
     """The window's traffic per block (see the module docstring).
 
     ``completed_tokens``: per interval, the tokens of the requests that ended in it (llama.cpp's
     ``tokens_predicted_total`` moves only then), for decoders that send their next request when one ends.
     ``lengths``: the window's prompt and output length histograms, where the engine exports them;
     then each block's prompts are drawn from the histogram and scaled to the block's work.
+    ``pairs``: the two histograms paired per scrape (:func:`pdcensus.whatif.lengths.length_pairs`).
+    ``waits``: per interval, the TTFT histogram's ``_sum`` increase (:mod:`pdcensus.whatif.arrivals`).
     """
     s = read.signals
     t = s.times - s.times[0]
@@ -264,10 +313,16 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
     work = tuple(float(prompt[i:j].sum()) for i, j in blocks)
     # the typical short prompt: a low quantile of each interval's work per request (most intervals
     # between long prompts carry short ones only); blocks as a fallback
-    sel = (counts >= 1) & (prompt > 0)
-    per_request = prompt[sel] / counts[sel] if sel.any() else np.array([w / k for w, k in zip(work, n) if k >= 1])
+    whole = _whole_at_first_token(read, basis)
+    sizes = np.nan_to_num(whole) if whole is not None else prompt
+    sel = (counts >= 1) & (sizes > 0)
+    per_request = sizes[sel] / counts[sel] if sel.any() else np.array([w / k for w, k in zip(work, n) if k >= 1])
     short = float(np.quantile(per_request, SHORT_QUANTILE)) if per_request.size else 1.0
-    excess = np.array([w - k * short for w, k in zip(work, n) if k >= 1 and w - k * short > LONG_FACTOR * short])
+    if whole is not None:  # one long prompt an interval: the counter's jump less its shorts
+        over = sizes[sel] - counts[sel] * short
+        excess = over[over > LONG_FACTOR * short]
+    else:
+        excess = np.array([w - k * short for w, k in zip(work, n) if k >= 1 and w - k * short > LONG_FACTOR * short])
     long_size = float(np.median(excess)) if excess.size else 0.0
     total = float(np.sum(n))
     mean_output = float(np.sum(generated)) / total if total > 0 else 1.0
@@ -277,9 +332,28 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
         notes[0] = ("prompt lengths from the request_prompt_tokens histogram (scaled to each block's computed "
                     "work), outputs from " + ("request_generation_tokens" if output_lengths else
                                               f"a log-normal (sigma {OUTPUT_SIGMA}): assumed"))
+        if pairs and output_lengths:
+            notes[0] += ", paired with their prompts per scrape (both observed when a request finishes)"
     borrow = basis == "finished-requests counter"
     out = Traffic(window, starts, ends, n, work, max(1.0, short), long_size, max(1.0, mean_output), basis,
-                  notes=tuple(notes), prompt_lengths=prompt_lengths, output_lengths=output_lengths, borrow=borrow)
+                  notes=tuple(notes), prompt_lengths=prompt_lengths, output_lengths=output_lengths, borrow=borrow,
+                  length_pairs=pairs if prompt_lengths and output_lengths else ())
+    counted = float(np.nansum(whole)) if whole is not None else 0.0
+    # computed over counted prompt work: below 1 where prefix-cache hits were counted and not computed; above 1
+    # only by recompute after preemption (the prompt is counted once, at its first token), which the twin runs
+    # itself where it preempts, so the share is at most 1
+    arrivals = first_tokens(read, waits, min(1.0, float(np.sum(prompt)) / counted) if counted > 0 else 1.0)
+    if arrivals and prompt_lengths:
+        out = replace(out, first_tokens=arrivals, notes=out.notes + (
+            "arrivals: each request its interval's mean TTFT before a moment inside the interval of its first "
+            "token (TTFT histogram count and _sum); prompts sum to the interval's prompt counter",))
+    if prompt_lengths and output_lengths:
+        drawn = expected_length(out.length_pairs, output_lengths)
+        if math.isfinite(drawn) and drawn > 0 and total > 0:
+            out = replace(out, output_scale=float(np.sum(generated)) / total / drawn)
+        drawn = expected_length(tuple((o, p, c) for p, o, c in out.length_pairs), prompt_lengths)
+        if counted > 0 and math.isfinite(drawn) and drawn > 0 and total > 0:
+            out = replace(out, prompt_scale=counted / total / drawn)
     borrowed = sum(1 for k, c in zip(n, out.block_counts()) if c >= 1 and k < 1)
     if borrowed:
         out = replace(out, notes=out.notes + (
@@ -315,7 +389,7 @@ def _without_counts(read: ShapeRead, t: np.ndarray, prompt: np.ndarray, generate
             work.append(float(crossed * mean_prompt_tokens))
     rate = float(np.sum(generated)) / max(window, 1.0) / max(standing, 1)
     never_ending = int(rate * window * 4) + 64
-    restarts, output = _restarts(t, completed_tokens)
+    restarts, output = restarts_from(t, completed_tokens)
     notes.append(f"no request count: {standing} decoder(s) (median running where no prompt ran); prompts of "
                  f"--mean-prompt-tokens {mean_prompt_tokens:.0f} (1 output token) arriving as the prompt work "
                  "reaches each")
@@ -325,22 +399,3 @@ def _without_counts(read: ShapeRead, t: np.ndarray, prompt: np.ndarray, generate
     return Traffic(window, tuple(starts), tuple(ends), tuple(n), tuple(work), float(mean_prompt_tokens), 0.0, 1.0,
                    "prompt work / --mean-prompt-tokens", standing, output if restarts else never_ending, 0.0,
                    tuple(notes), restarts, output)
-
-
-def _restarts(t: np.ndarray, completed: np.ndarray | None) -> tuple[tuple[tuple[float, float, int], ...], int]:
-    """Where requests ended (each a jump of the completion counter) and their typical size.
-
-    The smallest jump is one request's tokens; a jump of several times it is that many requests
-    ending in one interval (three 200-token streams ending together move it by 600). A jump under
-    :data:`DECODER_MIN_TOKENS` is a prompt request's own few tokens (a 1-token request marking its
-    prompt's end), not a decoding stream's.
-    """
-    if completed is None:
-        return (), 0
-    jumps = np.nan_to_num(np.asarray(completed, dtype=np.float64))
-    where = np.nonzero(jumps[1:] >= DECODER_MIN_TOKENS)[0] + 1
-    if not where.size:
-        return (), 0
-    one = float(jumps[where].min())
-    out = tuple((float(t[i - 1]), float(t[i]), max(1, int(round(jumps[i] / one)))) for i in where)
-    return out, max(1, int(round(one)))

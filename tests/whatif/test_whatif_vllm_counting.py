@@ -1,0 +1,158 @@
+"""vLLM 0.32's counting rules in the what-if's reads: a long step's silent seconds, prompts counted whole when
+their prefill ends, the length histograms observed when a request finishes, arrivals from the first-token
+counters, the decoders' felt pace, and a closed population of clients (hand-made inputs)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from pdcensus.census.run import ShapeRead
+from pdcensus.census.signals import Histogram
+from pdcensus.series.model import RecordingBuilder, SeriesKey
+from pdcensus.series.vllm_steps import step_spans
+from pdcensus.whatif.arrivals import split_wait
+from pdcensus.whatif.lengths import expected_length, pair_counts
+from pdcensus.whatif.knobs import parse_knobs
+from pdcensus.whatif.measure import _median_pace, measure, read_window, span_rates, stalled_share
+from pdcensus.whatif.run import capacity_refusal, closed_loop_warning, preemption_gap_warning
+from pdcensus.whatif.traffic import Traffic
+
+
+def test_a_second_inside_a_long_step_is_bucketed_with_the_interval_that_ends_the_step() -> None:
+    # 1 s scrapes, 3 decoders: a 2 s chunk step starts after row 2 and ends in row 4; row 3 saw no step end,
+    # no prompt counted and no token: on its own counters it reads idle at zero decode
+    steps = np.array([np.nan, 55.0, 56.0, 0.0, 1.0, 55.0])
+    busy = np.array([False, True, True, True, True, True])
+    dt = np.array([np.nan, 1.0, 1.0, 1.0, 1.0, 1.0])
+    decode = np.array([np.nan, 165.0, 168.0, 0.0, 3.0, 165.0])
+    prefill = np.array([np.nan, 0.0, 0.0, 0.0, 1500.0, 0.0])
+    span = step_spans(steps, busy)
+    assert span[3] == 4
+    d, p = span_rates(span, busy, dt, decode, prefill)
+    assert p[3] == p[4] == 750.0 and d[3] == d[4] == 1.5
+    # intervals that end their own step keep their own rates
+    assert d[1] == 165.0 and p[5] == 0.0 and np.isnan(d[0])
+
+
+def test_length_histograms_are_paired_where_one_scrape_forces_the_pairing() -> None:
+    # buckets: prompts (<=50, <=5000), outputs (<=1, <=500); per interval, counts per bucket (not cumulative)
+    prompts = np.array([[1, 0], [0, 1], [2, 0], [1, 1], [0, 0]], dtype=float)
+    outputs = np.array([[0, 1], [1, 0], [0, 2], [1, 1], [0, 0]], dtype=float)
+    joint = pair_counts(prompts, outputs)
+    # the forced intervals say decoders (short prompt) write 500 and long prompts 1; the mixed interval (one of
+    # each) is paired the same way, not the other way round
+    assert joint.tolist() == [[0.0, 4.0], [2.0, 0.0]]
+
+
+def test_a_blocks_lengths_are_the_draw_closest_to_its_work_and_outputs_go_with_their_prompt() -> None:
+    # vLLM's own bucket edges (1-2-5 steps): 32-token decoders writing 300 tokens, 3,000-token prompts writing 1
+    prompts = ((20.0, 0.0), (50.0, 27.0), (100.0, 0.0), (2000.0, 0.0), (5000.0, 34.0))
+    outputs = ((1.0, 34.0), (200.0, 0.0), (500.0, 27.0))
+    pairs = ((50.0, 500.0, 27.0), (5000.0, 1.0, 34.0))
+    # the prompt counter's mean over the draws' mean, as fit_traffic sets it (draws in (2000, 5000] average 3,500)
+    scale = (27 * 32 + 34 * 3000) / (27 * 35 + 34 * 3500)
+    assert expected_length(tuple((o, p, c) for p, o, c in pairs), prompts) == pytest.approx((27 * 35 + 34 * 3500) / 61)
+    traffic = Traffic(30.0, (0.0, 15.0), (15.0, 30.0), (5.0, 6.0), (15_000.0, 192.0), 32.0, 2968.0, 131.0,
+                      "TTFT histogram count", prompt_lengths=prompts, output_lengths=outputs, length_pairs=pairs,
+                      prompt_scale=scale)
+    for seed in range(5):
+        trace = traffic.trace(seed)
+        long_block = [r for r in trace if r.arrival_seconds < 15.0]
+        # the work is long prompts (a short one scaled up to thousands was what independent draws made)
+        assert len(long_block) == 5 and sum(r.prompt_tokens for r in long_block) == pytest.approx(15_000, abs=5)
+        assert sum(r.prompt_tokens for r in long_block if r.prompt_tokens > 1000) >= 0.95 * 15_000
+        # a long prompt never becomes a decoder, and a decoder's prompt is never a long one
+        assert all(r.output_tokens == 1 for r in trace if r.prompt_tokens > 1000)
+        assert all(r.prompt_tokens < 100 and r.output_tokens > 1 for r in trace if r.arrival_seconds >= 15.0)
+
+
+def test_histogram_outputs_are_scaled_to_the_generated_work() -> None:
+    outputs = ((1.0, 34.0), (200.0, 0.0), (500.0, 27.0))
+    pairs = ((50.0, 500.0, 27.0), (5000.0, 1.0, 34.0))
+    # a (200, 500] bucket draws 350 on average: 27 x 350 + 34 x 1 over 61 requests
+    assert expected_length(pairs, outputs) == pytest.approx((27 * 350 + 34 * 0.5) / 61)
+
+
+def test_the_first_token_wait_splits_by_the_ttft_buckets_and_sums_to_the_ttft_sum() -> None:
+    bounds = np.array([0.05, 2.5, 5.0, np.inf])
+    cumulative = np.array([1.0, 1.0, 2.0, 2.0])  # one request under 50 ms, one in (2.5, 5]
+    waits = split_wait(bounds, cumulative, 2, 3.02)
+    assert sum(waits) == pytest.approx(3.02) and waits[0] < 0.05 < 2.5 < waits[1]
+    assert split_wait(bounds, cumulative, 3, 3.0) == (1.0, 1.0, 1.0)  # buckets do not add up: equal shares
+
+
+def test_requests_arrive_their_wait_before_their_first_token_interval_longest_prompt_waiting_longest() -> None:
+    prompts = ((50.0, 1.0), (5000.0, 1.0))
+    outputs = ((1.0, 1.0), (500.0, 1.0))
+    pairs = ((50.0, 500.0, 1.0), (5000.0, 1.0, 1.0))
+    first = ((20.0, 21.0, 2, 3032.0, (0.02, 3.0)),)
+    traffic = Traffic(30.0, (0.0,), (30.0,), (2.0,), (3032.0,), 32.0, 3000.0, 150.0, "TTFT histogram count",
+                      prompt_lengths=prompts, output_lengths=outputs, length_pairs=pairs, first_tokens=first)
+    trace = sorted(traffic.trace(0), key=lambda r: r.prompt_tokens)
+    short, long = trace
+    assert sum(r.prompt_tokens for r in trace) == pytest.approx(3032, abs=2)
+    assert 17.0 <= long.arrival_seconds <= 18.0 and 19.98 <= short.arrival_seconds <= 20.98
+
+
+def test_the_felt_pace_is_the_waiting_weighted_median_of_the_intervals_pace() -> None:
+    # seven 1 s intervals at 1 token a second of waiting, one edge interval with 90 tokens in 1.5 s of waiting
+    tokens = np.array([1.0] * 7 + [90.0])
+    seconds = np.array([1.0] * 7 + [1.5])
+    assert _median_pace(tokens, seconds) == 1.0
+    assert np.isnan(_median_pace(np.zeros(3), np.ones(3)))
+
+
+def _gauges(running: list[float], waiting: list[float], preemptions: list[float] | None = None) -> ShapeRead:
+    builder = RecordingBuilder("loop")
+    labels = (("instance", "a:1"), ("job", "vllm"))
+    t = [float(i) for i in range(len(running))]
+    builder.add_many(SeriesKey("vllm:num_requests_running", labels), t, running)
+    builder.add_many(SeriesKey("vllm:num_requests_waiting", labels), t, waiting)
+    builder.add_many(SeriesKey("vllm:generation_tokens_total", labels), t, [150.0 * (i + 1) for i in range(len(t))])
+    builder.add_many(SeriesKey("vllm:prompt_tokens_total", labels), t, [100.0 * (i + 1) for i in range(len(t))])
+    if preemptions is not None:
+        builder.add_many(SeriesKey("vllm:num_preemptions_total", labels), t, preemptions)
+    return read_window(builder.build())
+
+
+def test_a_closed_population_of_clients_is_said_and_open_arrivals_are_not() -> None:
+    # ten clients back to back: running + waiting stays at 10 whatever the split
+    closed = _gauges([3.0 + (i % 2) for i in range(60)], [7.0 - (i % 2) for i in range(60)])
+    (line,) = closed_loop_warning(closed, None)
+    assert "held at 10" in line and "lower bounds" in line
+    assert closed_loop_warning(closed, "refused") == ()
+    # open arrivals around the same mean: the count wanders (Poisson, sd ~3)
+    rng = np.random.default_rng(0)
+    inside = rng.poisson(10.0, 60).astype(float)
+    running = np.minimum(inside, 4.0)
+    assert closed_loop_warning(_gauges(list(running), list(inside - running)), None) == ()
+
+
+def test_counted_preemptions_say_the_twins_inter_token_figures_leave_the_resumed_wait_out() -> None:
+    flat = [4.0] * 40
+    assert preemption_gap_warning(_gauges(flat, flat, [0.0] * 40), None) == ()
+    (line,) = preemption_gap_warning(_gauges(flat, flat, [float(i // 10) for i in range(40)]), None)
+    assert line.startswith("3 preemptions") and "not evidence" in line
+
+
+def test_the_stalled_share_is_the_waiting_in_gaps_from_the_stall_edge_up() -> None:
+    bounds = np.array([0.025, 1.0, 2.5, 5.0, np.inf])
+    # cumulative per interval: 100 gaps under 25 ms, then one gap in (2.5, 5] and one above 5 s
+    inc = np.array([[60.0, 60.0, 60.0, 61.0, 61.0], [40.0, 40.0, 40.0, 40.0, 41.0]])
+    share = stalled_share(Histogram("vllm:inter_token_latency_seconds", bounds, inc))
+    stalls = 3.75 + 7.5
+    assert share == pytest.approx(stalls / (100 * 0.0125 + stalls))
+    assert np.isnan(stalled_share(None))
+
+
+def test_a_change_of_admission_room_on_a_closed_population_with_a_queue_is_refused_in_one_line() -> None:
+    closed = _gauges([3.0 + (i % 2) for i in range(60)], [7.0 - (i % 2) for i in range(60)])
+    observed = measure(closed)
+    for knob in ("--num-gpu-blocks-override=48", "--max-num-seqs=4"):
+        line = capacity_refusal(closed, observed, parse_knobs([knob], "vllm"))
+        assert line is not None and line.startswith(knob.split("=")[0] + ": ") and "\n" not in line
+    # a chunk knob is not admission room; without a queue there is nobody to let in
+    assert capacity_refusal(closed, observed, parse_knobs(["--max-num-batched-tokens=512"], "vllm")) is None
+    no_queue = _gauges([10.0] * 60, [0.0] * 60)
+    assert capacity_refusal(no_queue, measure(no_queue), parse_knobs(["--max-num-seqs=4"], "vllm")) is None
