@@ -154,9 +154,12 @@ def render_arm(verdict: ArmVerdict, console: Console) -> None:
     for col, justify in (("bucket", "left"), ("quantity", "left"), ("before -> after", "right"),
                          ("observed (interval)", "right"), ("predicted (band)", "right"), ("verdict", "left")):
         table.add_column(col, justify=justify, overflow="fold")  # type: ignore[arg-type]
+    # the busy bucket's predicted figures and every miss; the rest (within, cannot tell) are counted below
     shown = [c for c in verdict.comparisons
-             if (c.predicted and c.bucket == "busy") or c.status.value in ("off-prediction", "unpredicted-cost",
-                                                                           "cannot-tell")]
+             if (c.predicted and c.bucket == "busy") or c.status.value in ("off-prediction", "unpredicted-cost")]
+    unsure_rows = [c for c in verdict.comparisons if c.status.value == "cannot-tell" and c not in shown]
+    if unsure_rows and not any(c.status.value in ("off-prediction", "unpredicted-cost") for c in shown):
+        shown.append(unsure_rows[0])  # the one the first line names
     for c in shown:
         interval = f" ({c.low:.2f}-{c.high:.2f})" if math.isfinite(c.low) and math.isfinite(c.high) else ""
         table.add_row(Text(c.bucket), c.quantity, f"{_value(c.before, c.quantity)} -> {_value(c.after, c.quantity)}",
@@ -166,8 +169,12 @@ def render_arm(verdict: ArmVerdict, console: Console) -> None:
     console.print(table)
     rest = [c for c in verdict.comparisons if c not in shown]
     undecided = sum(c.status.value == "undecided" for c in rest)
-    console.print(Text(f"{len(rest) - undecided} other bucket latencies (TTFT p50/p90/p99, ITL p50/p99 of every "
-                       "bucket) within their band" + (f"; {undecided} not judged (too few observations)"
-                                                      if undecided else "") + "; OFF = a prediction missed, COST = a "
+    unsure = sum(c.status.value == "cannot-tell" for c in rest)
+    console.print(Text(f"{len(rest) - undecided - unsure} other bucket latencies (TTFT p50/p90/p99, ITL p50/p99 of "
+                       "every bucket) within their band" + (f"; {unsure} cannot tell (the interval is wider than the "
+                                                            "band or straddles it)"
+                                                            if unsure else "")
+                       + (f"; {undecided} not judged (too few observations)"
+                          if undecided else "") + "; OFF = a prediction missed, COST = a "
                        "rise nothing predicted, cannot tell = the interval straddles the band or is wider than it; "
                        "--json lists every comparison"))
