@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pdcensus.advice.catalogue import EngineCatalogue, Gap
-from pdcensus.advice.knob_types import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.engines.knob_types import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.engines.record import BUDGET, KV_TOKENS, NO_OP, EngineCatalogue, EngineRecord, Gap, PromptCounting
 
 PIN = "SGLang 0.5.4"
 SRC = "sgl-project/sglang v0.5.4 python/sglang/srt/server_args.py"
@@ -101,4 +101,18 @@ CATALOGUE = EngineCatalogue(
     primary={ActsOn.STEP_TIME_SHARING: "--chunked-prefill-size", ActsOn.EVICTION: "--chunked-prefill-size",
              ActsOn.PREEMPTION_STALL: "--max-running-requests"},
     serve=("python", "-m", "sglang.launch_server"), complete=complete,
+)
+
+
+# The simulator's settings in SGLang's spelling (pdcensus.sim.engine_flags applies them).
+SIM_FLAGS = {"--chunked-prefill-size": BUDGET, "--max-running-requests": "--max-num-seqs",
+             "--max-total-tokens": KV_TOKENS, "--context-length": "--max-model-len", "--page-size": "--block-size",
+             "--enable-mixed-chunk": NO_OP}
+
+# sglang:prompt_tokens_total moves when a request finishes; realtime_tokens_total{mode} (a rate term
+# of pdcensus.series.profiles) moves as tokens are computed, and wins where it is scraped.
+RECORD = EngineRecord(
+    name="sglang", profiles=("sglang",), catalogue=CATALOGUE, prompt_counting=PromptCounting.AT_REQUEST_END,
+    argv_needle="sglang", argv_order=0, sim_flags=SIM_FLAGS, sim_program=("python", "-m", "sglang.launch_server"),
+    sim_model_flag="--model-path", sim_profile="sglang",
 )

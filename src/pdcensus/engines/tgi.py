@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pdcensus.advice.catalogue import EngineCatalogue, Gap
-from pdcensus.advice.knob_types import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.engines.knob_types import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.engines.record import BUDGET, KV_TOKENS, NO_OP, EngineCatalogue, EngineRecord, Gap, PromptCounting
 
 PIN = "TGI 3.3.7"
 SRC = "huggingface/text-generation-inference v3.3.7"
@@ -99,4 +99,18 @@ CATALOGUE = EngineCatalogue(
               "prefix caching (PREFIX_CACHING) is per block; keep sessions on one replica")),
     primary={ActsOn.STEP_TIME_SHARING: "--max-batch-prefill-tokens", ActsOn.EVICTION: "--max-batch-prefill-tokens"},
     serve=("text-generation-router",), complete=complete,
+)
+
+
+# The simulator's settings in TGI's spelling; PREFILL_CHUNKING is its env switch, on in the model.
+SIM_FLAGS = {"--max-batch-prefill-tokens": BUDGET, "--max-batch-size": "--max-num-seqs",
+             "--max-batch-total-tokens": KV_TOKENS, "--max-total-tokens": "--max-model-len",
+             "PREFILL_CHUNKING": NO_OP}
+
+# tgi_request_input_length is observed at validation (before any prefill), and
+# tgi_request_mean_time_per_token_duration holds one mean per request: a stall cannot show in it.
+RECORD = EngineRecord(
+    name="tgi", profiles=("tgi",), catalogue=CATALOGUE, prompt_counting=PromptCounting.AT_ARRIVAL,
+    itl_per_request_mean=True, argv_needle="text-generation", argv_order=2, sim_flags=SIM_FLAGS,
+    sim_program=("text-generation-router",), sim_model_flag="--tokenizer-name", sim_profile="tgi",
 )

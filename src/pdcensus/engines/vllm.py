@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pdcensus.advice.catalogue import EngineCatalogue, Gap
-from pdcensus.advice.knob_types import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.engines.knob_types import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.engines.record import BUDGET, NO_OP, EngineCatalogue, EngineRecord, Gap
 
 PIN = "vLLM 0.19.1 (V1 engine; flags unchanged since 0.15)"
 SRC = "vllm-project/vllm v0.19.1"
@@ -135,4 +135,19 @@ CATALOGUE = EngineCatalogue(
     primary={ActsOn.STEP_TIME_SHARING: "--max-num-batched-tokens", ActsOn.EVICTION: "--max-num-batched-tokens",
              ActsOn.PREEMPTION_STALL: "--max-num-seqs"},
     serve=("vllm", "serve"), complete=complete,
+)
+
+
+# The simulator's settings in vLLM's spelling (engine flag -> simulator flag, or a symbol of
+# pdcensus.engines.record: the step budget, a no-op the model always has on).
+SIM_FLAGS = {"--max-num-batched-tokens": BUDGET, "--max-num-seqs": "--max-num-seqs",
+             "--num-gpu-blocks-override": "--num-gpu-blocks-override", "--max-model-len": "--max-model-len",
+             "--block-size": "--block-size", "--enable-chunked-prefill": NO_OP}
+
+# vLLM V1 counts a prompt when its prefill ends, steps by vllm:iteration_tokens_total's _count
+# (pdcensus.series.vllm_steps), and a prefill in progress from its prefix-cache and prompt counters.
+RECORD = EngineRecord(
+    name="vllm", profiles=("vllm-v1", "vllm-v0"), catalogue=CATALOGUE, counted_step_ledger=True,
+    prefill_progress=True, cited_defaults=True, argv_needle="vllm", argv_order=1,
+    sim_flags=SIM_FLAGS, sim_program=("vllm", "serve"), sim_profile="vllm", twin_maps_every_flag=True,
 )
