@@ -41,6 +41,7 @@ from pdcensus.advice.model import Recommendation, VerificationPlan
 from pdcensus.advice.vllm_defaults import config_file_note
 from pdcensus.advice.vllm_defaults import deployed_value as vllm_deployed
 from pdcensus.census.model import CensusReport
+from pdcensus.engines import record
 
 MIN_BUDGET_TOKENS = 512  # below this a budget halving buys little and every prompt pays per step
 KV_HEADROOM_SHARE = 0.5  # of the peak batch (module docstring)
@@ -96,7 +97,7 @@ def recommend_budget(report: CensusReport, mechanism: ActsOn, engine: str,
     if knob is None:
         return gap_recommendation(mechanism, engine)
     current = _int(deployed.get(knob.flag))
-    assumed = vllm_deployed(knob.flag, deployed) if current is None and engine == "vllm" else None
+    assumed = vllm_deployed(knob.flag, deployed) if current is None and record(engine).cited_defaults else None
     if assumed is not None and assumed.source in ("default", "config"):
         current = _int(assumed.value)
     if current is None:

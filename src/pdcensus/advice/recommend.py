@@ -16,13 +16,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from pdcensus.advice import engine_advice, predict, ttft_replay
-from pdcensus.advice.catalogue import engine_of_profile
 from pdcensus.advice.deploy import deployed_flags
 from pdcensus.advice.evidence import BootLedger
 from pdcensus.advice.knobs import ActsOn, get_knob
 from pdcensus.advice.model import Recommendation, VerificationPlan
 from pdcensus.advice.ttft_replay import PrefillTrace, ReplayForecast
 from pdcensus.census.model import BucketTable, CensusReport, LedgerResult, Mechanism, Severity
+from pdcensus.engines import Advice, of_profile
 from pdcensus.series.profiles import PROFILES
 
 DEFAULT_TARGET_DECODE_SHARE = 0.5
@@ -310,12 +310,13 @@ def recommend(report: CensusReport, flags: Mapping[str, str] | None = None, boot
 
     ``trace`` is the analysed shape's prefill trace, for the replayed TTFT column.
     """
-    engine = engine_of_profile(report.profile)
+    rules = of_profile(report.profile)
+    engine = rules.name
     flags = deployed_flags(dict(flags or {}), engine)
     boot = boot or BootLedger()
     found = set(report.verdict.mechanisms) | {report.verdict.mechanism}
     out: list[Recommendation | None] = []
-    if engine == "llamacpp":  # llama.cpp's own knobs (pdcensus.advice.llamacpp)
+    if rules.advice is Advice.BATCH_SIZE:  # llama.cpp's own knobs (pdcensus.advice.llamacpp)
         from pdcensus.advice.llamacpp import recommend_batch
 
         if Mechanism.STEP_TIME_SHARING in found:
@@ -323,15 +324,15 @@ def recommend(report: CensusReport, flags: Mapping[str, str] | None = None, boot
         found -= {Mechanism.STEP_TIME_SHARING}
     elif Mechanism.STEP_TIME_SHARING in found:
         out.append(recommend_interleave(report.ledger, report.buckets, flags, target_decode_share, report.profile,
-                                        trace) if engine == "radiance" else
+                                        trace) if rules.advice is Advice.RUNBOOK else
                    engine_advice.recommend_budget(report, ActsOn.STEP_TIME_SHARING, engine, flags))
     if Mechanism.EVICTION in found:
-        out.append(recommend_arena(report.ledger, report, flags, boot) if engine == "radiance" else
+        out.append(recommend_arena(report.ledger, report, flags, boot) if rules.advice is Advice.RUNBOOK else
                    engine_advice.recommend_budget(report, ActsOn.EVICTION, engine, flags))
     if Mechanism.PREEMPTION_STALL in found:
         out.append(engine_advice.recommend_kv_headroom(report, engine, flags))
     self_made = any(t.fired and "prefix" in t.name for t in report.traps)
-    if self_made and prefix_hit_depths_tokens and engine == "radiance":
+    if self_made and prefix_hit_depths_tokens and rules.advice is Advice.RUNBOOK:
         out.append(recommend_checkpoints(prefix_hit_depths_tokens, flags))
     recs = by_loss(engine_advice.merge_same_knob(
         [_weigh_severity(engine_advice.with_deploy(r, engine, flags), report) for r in out if r is not None],

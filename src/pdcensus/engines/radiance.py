@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pdcensus.engines.knob_types import ActsOn, CounterCheck, Dial, Knob
 from pdcensus.engines.record import Advice, EngineCatalogue, EngineRecord, Gap
 
+CLI = "radiance"  # the program (and image name) that serves it: ``radiance serve``
 RADIANCE_VERSIONS = "1.8.x (1.0.13 parses --prefill-interleave and holds nothing)"
 RADIANCE_SOURCE = "runbook, Knob semantics (GUIDE section 4.5); names and members: the pinned core/config.cpp"
 
@@ -263,12 +264,12 @@ RADIANCE_CATALOGUE = EngineCatalogue(
               "more KV memory per replica, or more replicas"),),
     primary={ActsOn.STEP_TIME_SHARING: "--prefill-interleave", ActsOn.EVICTION: "--max-num-batched-tokens",
              ActsOn.PREEMPTION_STALL: "--max-num-seqs", ActsOn.SELF_MADE_PREFILL: "--checkpoint-policy"},
-    serve=("radiance", "serve"), measures_decode_only_steps=True, complete=complete,
+    serve=(CLI, "serve"), measures_decode_only_steps=True, complete=complete,
 )
 
 
 RECORD = EngineRecord(
     name="radiance", profiles=("radiance-1.8", "radiance-1.0.13"), catalogue=RADIANCE_CATALOGUE,
     latency_under_other_prefix=True, advice=Advice.RUNBOOK, env_from_flag_name=True,
-    argv_needle="radiance", argv_order=4, simulated=True, sim_program=("radiance", "serve"),
+    argv_needle=CLI, argv_order=4, simulated=True, sim_program=(CLI, "serve"),
 )

@@ -122,6 +122,7 @@ class EngineRecord:
     advice: Advice = Advice.STEP_BUDGET
     env_from_flag_name: bool = False  # the serve script reads <PREFIX>_<FLAG> for every flag (radiance)
     short_flags: bool = False  # argv carries single-dash flags with a value (-b 512, -np 4)
+    flags_as_env: bool = False  # each flag is also read as its upper-case env name (TGI: MAX_BATCH_SIZE)
     cited_defaults: bool = False  # a flag's default is cited per device and argv (pdcensus.advice.vllm_defaults)
     argv_needle: str = ""  # the word in a process's argv that names it ("" : none)
     argv_order: int = 0  # which needle is tried first (lower first: "sglang" before "vllm")

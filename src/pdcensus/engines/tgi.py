@@ -111,6 +111,6 @@ SIM_FLAGS = {"--max-batch-prefill-tokens": BUDGET, "--max-batch-size": "--max-nu
 # tgi_request_mean_time_per_token_duration holds one mean per request: a stall cannot show in it.
 RECORD = EngineRecord(
     name="tgi", profiles=("tgi",), catalogue=CATALOGUE, prompt_counting=PromptCounting.AT_ARRIVAL,
-    itl_per_request_mean=True, argv_needle="text-generation", argv_order=2, sim_flags=SIM_FLAGS,
+    itl_per_request_mean=True, flags_as_env=True, argv_needle="text-generation", argv_order=2, sim_flags=SIM_FLAGS,
     sim_program=("text-generation-router",), sim_model_flag="--tokenizer-name", sim_profile="tgi",
 )

@@ -28,6 +28,7 @@ from pdcensus.engines.knob_types import ActsOn, CounterCheck, Dial, Knob
 from pdcensus.engines.record import BUDGET, NO_OP, EngineCatalogue, EngineRecord, Gap
 
 PIN = "vLLM 0.19.1 (V1 engine; flags unchanged since 0.15)"
+CLI = "vllm"  # the program vLLM installs: ``vllm serve MODEL``, the lint reads its argv
 SRC = "vllm-project/vllm v0.19.1"
 VERSIONS = ">= 0.11 (V1; same spelling in 0.15.0 and 0.19.1)"
 BUDGET_DEFAULT_ON_BIG_GPUS = 8192  # API server, >= 70 GiB and not A100 (get_batch_defaults)
@@ -134,7 +135,7 @@ CATALOGUE = EngineCatalogue(
               "prefix caching is per KV block (--block-size); keep multi-turn sessions on one instance"),),
     primary={ActsOn.STEP_TIME_SHARING: "--max-num-batched-tokens", ActsOn.EVICTION: "--max-num-batched-tokens",
              ActsOn.PREEMPTION_STALL: "--max-num-seqs"},
-    serve=("vllm", "serve"), complete=complete,
+    serve=(CLI, "serve"), complete=complete,
 )
 
 
@@ -149,5 +150,5 @@ SIM_FLAGS = {"--max-num-batched-tokens": BUDGET, "--max-num-seqs": "--max-num-se
 RECORD = EngineRecord(
     name="vllm", profiles=("vllm-v1", "vllm-v0"), catalogue=CATALOGUE, counted_step_ledger=True,
     prefill_progress=True, cited_defaults=True, argv_needle="vllm", argv_order=1,
-    sim_flags=SIM_FLAGS, sim_program=("vllm", "serve"), sim_profile="vllm", twin_maps_every_flag=True,
+    sim_flags=SIM_FLAGS, sim_program=(CLI, "serve"), sim_profile="vllm", twin_maps_every_flag=True,
 )

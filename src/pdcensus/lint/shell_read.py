@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 from pdcensus.advice.knobs import flag_for_env_var
 from pdcensus.advice.model import Severity
+from pdcensus.engines.vllm import CLI as VLLM_CLI
 from pdcensus.lint.checks import Checker, FlagUse
 from pdcensus.lint.containers import container_run, image_argv, kubectl_run
 from pdcensus.lint.vllm_commands import OTHER_ENGINES, check_vllm, python_module, via_variable, vllm_cli
@@ -199,7 +200,7 @@ class ShellReader:
             else:
                 self.other(args)
             return
-        if program == "vllm":
+        if program == VLLM_CLI:
             vllm_cli(self, args[i], rest, env)
             return
         if program in OTHER_ENGINES and rest:  # a bare name in prose is no command
