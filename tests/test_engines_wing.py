@@ -72,19 +72,21 @@ def test_the_registry_lists_each_engine_once_and_one_simulated() -> None:
 @pytest.mark.parametrize("rules", ENGINES, ids=lambda r: r.name)
 def test_each_record_resolves_its_profiles_and_catalogue(rules) -> None:  # type: ignore[no-untyped-def]
     assert rules.profiles, "an engine exports at least one profile"
-    for name in rules.profiles:
-        assert PROFILES[name].engine == rules.name
+    for profile in rules.profiles:
+        assert PROFILES[profile.name] is profile and profile.engine == rules.name
+    assert {spec.profile for spec in rules.ledger_specs} == set(rules.profile_names)
+    assert set(rules.rate_terms) <= set(rules.profile_names)
     assert rules.catalogue.engine == rules.name
     assert engine_catalogue(rules.name) is rules.catalogue
     assert rules.catalogue.knobs and all(k.engine == rules.name for k in rules.catalogue.knobs)
-    assert all(engine_of_profile(name) == rules.name for name in rules.profiles)
+    assert all(engine_of_profile(name) == rules.name for name in rules.profile_names)
     if rules.argv_needle:
         assert engine_of_argv([rules.argv_needle, "serve"]) == rules.name
     assert rules.sim_profile in NAMES
 
 
 def test_every_profile_belongs_to_one_record() -> None:
-    owners = {p: [r.name for r in ENGINES if p in r.profiles] for p in PROFILES}
+    owners = {p: [r.name for r in ENGINES if p in r.profile_names] for p in PROFILES}
     assert owners == {p: [PROFILES[p].engine] for p in PROFILES}
 
 

@@ -12,6 +12,7 @@ llama.cpp's own words.
 from __future__ import annotations
 
 from pdcensus.engines.knob_types import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.engines.metrics import LedgerQuantity, LedgerSpec, Profile, Signal, one_term
 from pdcensus.engines.record import Advice, EngineCatalogue, EngineRecord, Gap, PromptCounting
 
 # --- the catalogue (common/arg.cpp at b11434: flag, short form, env; a flag on the command line wins)
@@ -78,8 +79,49 @@ CATALOGUE = EngineCatalogue(
 )
 
 
+# --- metrics: tools/server/server-task.cpp (to_metrics, behind --metrics), read by pdcensus.series.llamacpp
+PROFILE = Profile(
+    "llamacpp",
+    "llamacpp",
+    "llama.cpp server (llamacpp: prefix, --metrics): decode rows and chunk time derived per "
+    "interval from n_decode_total, n_busy_slots_per_decode and prompt_seconds_total",
+    {
+        Signal.RUNNING: "llamacpp:requests_processing",
+        Signal.WAITING: "llamacpp:requests_deferred",
+        Signal.PROMPT_TOKENS: "llamacpp:prompt_tokens_total",
+        Signal.GENERATION_TOKENS: "llamacpp:tokens_predicted_total",
+        Signal.STEPS: "llamacpp:n_decode_total",
+        Signal.KV_CACHE_USAGE: "llamacpp:kv_cache_usage_ratio",
+        Signal.PROCESS_START: "process_start_time_seconds",
+    },
+)
+
+LEDGER_SPEC = LedgerSpec(
+    "llamacpp",
+    "ggml-org/llama.cpp b11434 tools/server/server-context.cpp (metrics_post_decode)",
+    {LedgerQuantity.STEPS: one_term("llamacpp:n_decode_total")},
+    missing={
+        LedgerQuantity.DECODE_STEPS: "llama.cpp counts llama_decode() calls but not the "
+        "calls that carried a prompt; the census derives them per interval from "
+        "n_busy_slots_per_decode (pdcensus.series.llamacpp)",
+        LedgerQuantity.STEP_SECONDS: "llama.cpp exports no step time; the census reads "
+        "prompt_seconds_total (the chunk calls' wall time) and the interval's busy wall time "
+        "(pdcensus.series.llamacpp)",
+        LedgerQuantity.DECODE_STEP_SECONDS: "llama.cpp has no decode-only step time; the census "
+        "takes the busy interval less the chunk calls' time (pdcensus.series.llamacpp)",
+    },
+    notes=(
+        "tokens_predicted_total and tokens_predicted_seconds_total move only when a request "
+        "ends: never a decode rate",
+    ),
+)
+
+# names the derivation reads beside the profile's signals (pdcensus.series.llamacpp)
+EXTRA_SAMPLE_NAMES = ("llamacpp:n_busy_slots_per_decode", "llamacpp:prompt_seconds_total")
+
 RECORD = EngineRecord(
-    name="llamacpp", profiles=("llamacpp",), catalogue=CATALOGUE, prompt_counting=PromptCounting.PER_CALL_AT_END,
+    name="llamacpp", profiles=(PROFILE,), ledger_specs=(LEDGER_SPEC,), extra_sample_names=EXTRA_SAMPLE_NAMES,
+    catalogue=CATALOGUE, prompt_counting=PromptCounting.PER_CALL_AT_END,
     advice=Advice.BATCH_SIZE, short_flags=True, argv_needle="llama-server", argv_order=3,
     twin_spellings={"-np": "max-num-seqs", "--parallel": "max-num-seqs", "-b": "max-num-batched-tokens",
                     "--batch-size": "max-num-batched-tokens", "-ub": "ubatch-tokens", "--ubatch-size": "ubatch-tokens"},

@@ -24,6 +24,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pdcensus.engines.knob_types import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.engines.metrics import LedgerQuantity, LedgerSpec, LedgerTerm, Profile, Signal, one_term
+from pdcensus.engines.vllm import VLLM_COMMON
 from pdcensus.engines.record import Advice, EngineCatalogue, EngineRecord, Gap
 
 CLI = "radiance"  # the program (and image name) that serves it: ``radiance serve``
@@ -268,8 +270,69 @@ RADIANCE_CATALOGUE = EngineCatalogue(
 )
 
 
+# --- metrics: radiance:* for its rates and step ledger (METRICS.md), vLLM's names for latency and queues
+RADIANCE_1_0 = {
+    **VLLM_COMMON,
+    Signal.DECODE_TPS: "radiance:decode_tokens_per_second",
+    Signal.PREFILL_TPS: "radiance:prefill_tokens_per_second",
+    Signal.PREEMPTED_DEPTH: "radiance:num_requests_preempted",
+    Signal.STEPS: "radiance:engine_steps_total",
+    Signal.STEP_SECONDS: "radiance:engine_step_seconds_total",
+    Signal.PREFILL_STEPS_DURATION: "radiance:prefill_steps_duration",
+    Signal.PREFILL_STEP_TOKENS: "radiance:prefill_step_tokens",
+    Signal.TOKEN_QUEUE_WAIT: "radiance:token_queue_wait",
+    Signal.ITL: "vllm:time_per_output_token_seconds",
+}
+
+PROFILES = (
+    Profile(
+        "radiance-1.8",
+        "radiance",
+        "radiance 1.8.x: step ledger (decode/held counters), prefix-hit cuts",
+        {
+            **RADIANCE_1_0,
+            Signal.STEPS_DECODE: "radiance:engine_steps_decode_total",
+            Signal.STEP_SECONDS_DECODE: "radiance:engine_step_seconds_decode_total",
+            Signal.STEPS_HELD: "radiance:engine_steps_held_total",
+            Signal.PREFIX_HIT_CUT_TOKENS: "radiance:prefix_hit_cut_tokens_total",
+            Signal.ITL: "vllm:inter_token_latency_seconds",
+        },
+    ),
+    Profile(
+        "radiance-1.0.13",
+        "radiance",
+        "radiance 1.0.13: no decode/held step counters, so no step ledger",
+        dict(RADIANCE_1_0),
+    ),
+)
+
+
+def _radiance_terms(profile: Profile) -> dict[LedgerQuantity, LedgerTerm]:
+    pairs = {
+        LedgerQuantity.STEPS: Signal.STEPS,
+        LedgerQuantity.DECODE_STEPS: Signal.STEPS_DECODE,
+        LedgerQuantity.STEP_SECONDS: Signal.STEP_SECONDS,
+        LedgerQuantity.DECODE_STEP_SECONDS: Signal.STEP_SECONDS_DECODE,
+        LedgerQuantity.HELD_STEPS: Signal.STEPS_HELD,
+    }
+    return {q: one_term(profile.signals[s]) for q, s in pairs.items() if s in profile.signals}
+
+
+LEDGER_SPECS = (
+    LedgerSpec("radiance-1.8", "the radiance 1.8.x step counters, docs/runbook.md", _radiance_terms(PROFILES[0])),
+    LedgerSpec(
+        "radiance-1.0.13",
+        "the radiance 1.0.13 step counters, docs/runbook.md",
+        _radiance_terms(PROFILES[1]),
+        missing={
+            q: "radiance 1.0.13 has no decode-only step counters"
+            for q in (LedgerQuantity.DECODE_STEPS, LedgerQuantity.DECODE_STEP_SECONDS)
+        },
+    ),
+)
+
 RECORD = EngineRecord(
-    name="radiance", profiles=("radiance-1.8", "radiance-1.0.13"), catalogue=RADIANCE_CATALOGUE,
+    name="radiance", profiles=PROFILES, ledger_specs=LEDGER_SPECS, catalogue=RADIANCE_CATALOGUE,
     latency_under_other_prefix=True, advice=Advice.RUNBOOK, env_from_flag_name=True,
     argv_needle=CLI, argv_order=4, simulated=True, sim_program=(CLI, "serve"),
 )

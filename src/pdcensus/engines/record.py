@@ -6,9 +6,9 @@ per-request mean, whether the census counts its steps from ``vllm:iteration_toke
 the simulator and the what-if speak its flags. Each engine's module (:mod:`pdcensus.engines.vllm`,
 ...) builds one :class:`EngineRecord`; :mod:`pdcensus.engines.registry` lists them.
 
-The metric profiles themselves stay in :mod:`pdcensus.series.profiles` (the sample names per
-build, and the detection that picks one); a record names its profiles, and a test keeps both
-sides equal.
+A record holds its engine's metric profiles and step-ledger specs (written in the words of
+:mod:`pdcensus.engines.metrics`); :mod:`pdcensus.series.profiles` gathers them from the registry
+and detects which one a recording is.
 
 An :class:`EngineCatalogue` is one engine's knobs at a pinned version: its pin, sources, knobs
 (:class:`~pdcensus.engines.knob_types.Knob`: exact flag, env and aliases, default, versions, what it
@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from pdcensus.engines.knob_types import ActsOn, Knob
+from pdcensus.engines.metrics import LedgerSpec, LedgerTerm, Profile, Signal
 
 Completion = Callable[[str, str, Mapping[str, str]], tuple[tuple[tuple[str, str], ...], tuple[str, ...]]]
 """``complete(flag, value, deployed) -> (extra (flag, value) pairs, notes)``."""
@@ -110,8 +111,12 @@ class EngineRecord:
     """One engine: its name, profiles, counting rules, knob catalogue and flag spellings."""
 
     name: str  # the engine as profiles and catalogues name it: "vllm", "llamacpp"
-    profiles: tuple[str, ...]  # the metric profiles of pdcensus.series.profiles it exports
+    profiles: tuple[Profile, ...]  # its builds' metric sets (sample name per logical signal)
     catalogue: EngineCatalogue
+    ledger_specs: tuple[LedgerSpec, ...] = ()  # per profile: how its names give the step ledger
+    # per profile: a labelled counter that carries a token rate more promptly than the profile's own
+    rate_terms: Mapping[str, Mapping[Signal, LedgerTerm]] = field(default_factory=dict)
+    extra_sample_names: tuple[str, ...] = ()  # names its derivation reads beside the profile's signals
     # --- counting rules (when each family moves)
     prompt_counting: PromptCounting = PromptCounting.AS_COMPUTED
     itl_per_request_mean: bool = False  # its inter-token histogram holds one mean per request: no stall shows
@@ -136,6 +141,10 @@ class EngineRecord:
     twin_maps_every_flag: bool = False  # the what-if maps or refuses each catalogue flag (pdcensus.whatif.vllm_knobs)
     micro_batches: bool = False  # a step is split into micro-batches (llama.cpp's n_ubatch = min(-b, -ub))
     twin_read_as_own: bool = False  # the twin's recording is rewritten in the engine's own words before measuring
+
+    @property
+    def profile_names(self) -> tuple[str, ...]:
+        return tuple(p.name for p in self.profiles)
 
     def knob_spellings(self) -> frozenset[str]:
         """Every flag spelling the engine's catalogue holds (long forms and aliases)."""

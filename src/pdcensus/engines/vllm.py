@@ -25,6 +25,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from pdcensus.engines.knob_types import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.engines.metrics import LedgerQuantity, LedgerSpec, Profile, Signal, one_term
 from pdcensus.engines.record import BUDGET, NO_OP, EngineCatalogue, EngineRecord, Gap
 
 PIN = "vLLM 0.19.1 (V1 engine; flags unchanged since 0.15)"
@@ -145,10 +146,81 @@ SIM_FLAGS = {"--max-num-batched-tokens": BUDGET, "--max-num-seqs": "--max-num-se
              "--num-gpu-blocks-override": "--num-gpu-blocks-override", "--max-model-len": "--max-model-len",
              "--block-size": "--block-size", "--enable-chunked-prefill": NO_OP}
 
+
+# --- metrics: the names vLLM exports (vllm/v1/metrics/loggers.py for V1, vllm/engine/metrics.py for V0);
+# radiance exports the common ones too (pdcensus.engines.radiance)
+VLLM_COMMON = {
+    Signal.RUNNING: "vllm:num_requests_running",
+    Signal.WAITING: "vllm:num_requests_waiting",
+    Signal.PREEMPTIONS: "vllm:num_preemptions_total",
+    Signal.PROMPT_TOKENS: "vllm:prompt_tokens_total",
+    Signal.GENERATION_TOKENS: "vllm:generation_tokens_total",
+    Signal.TTFT: "vllm:time_to_first_token_seconds",
+    Signal.E2E: "vllm:e2e_request_latency_seconds",
+    Signal.PROCESS_START: "process_start_time_seconds",
+}
+
+PROFILES = (
+    Profile(
+        "vllm-v1",
+        "vllm",
+        "vLLM V1 engine (kv_cache_usage_perc, inter_token_latency_seconds)",
+        {
+            **VLLM_COMMON,
+            Signal.ITL: "vllm:inter_token_latency_seconds",
+            Signal.ITERATION_TOKENS: "vllm:iteration_tokens_total",
+            Signal.KV_CACHE_USAGE: "vllm:kv_cache_usage_perc",
+        },
+    ),
+    Profile(
+        "vllm-v0",
+        "vllm",
+        "vLLM V0 engine (gpu_cache_usage_perc, time_per_output_token_seconds)",
+        {
+            **VLLM_COMMON,
+            Signal.ITL: "vllm:time_per_output_token_seconds",
+            Signal.ITERATION_TOKENS: "vllm:iteration_tokens_total",
+            Signal.KV_CACHE_USAGE: "vllm:gpu_cache_usage_perc",
+        },
+    ),
+)
+_NO_STEP_TIME = "no step time on /metrics"
+_VLLM_MISSING = {
+    LedgerQuantity.DECODE_STEPS: "vLLM counts steps (iteration_tokens_total) but not decode-only "
+    "steps; record Forward Pass Metrics (--forward-pass-metrics-port) for the exact ledger",
+    LedgerQuantity.STEP_SECONDS: f"vLLM exports {_NO_STEP_TIME}; record Forward Pass Metrics",
+    LedgerQuantity.DECODE_STEP_SECONDS: f"vLLM exports {_NO_STEP_TIME}; record Forward Pass Metrics",
+}
+LEDGER_SPECS = tuple(
+    LedgerSpec(
+        name,
+        "vllm-project/vllm vllm/v1/metrics/loggers.py, vllm/engine/metrics.py",
+        {LedgerQuantity.STEPS: one_term("vllm:iteration_tokens_total_count")},
+        missing=dict(_VLLM_MISSING),
+    )
+    for name in ("vllm-v1", "vllm-v0")
+)
+
+# vLLM names read beside the profile (pdcensus.census.prefill_progress): the prompt counter split
+# by source (>= 0.19: local_compute, local_cache_hit, external_kv_transfer) and the prefix-cache
+# lookups, counted when the scheduler tries to admit a waiting request (v1/core/kv_cache_manager.py).
+VLLM_COMPUTED_PROMPT = "vllm:prompt_tokens_by_source_total"
+VLLM_PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries_total"
+VLLM_PREFIX_CACHE_HITS = "vllm:prefix_cache_hits_total"
+VLLM_FINISHED = "vllm:request_success_total"
+# Every vLLM name the census reads beside the profile (pdcensus.census.signals, ``_vllm_progress``)
+VLLM_SIDE_NAMES = (VLLM_COMPUTED_PROMPT, VLLM_PREFIX_CACHE_QUERIES, VLLM_PREFIX_CACHE_HITS, VLLM_FINISHED,
+                   "vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_hits_total",
+                   "vllm:request_prefill_time_seconds_sum", "vllm:request_prefill_kv_computed_tokens_sum",
+                   "vllm:cache_config_info")
+# Families only vLLM's V1 engine exports (V0 had prefix-cache hit-rate gauges, no counters)
+VLLM_V1_MARKERS = frozenset({VLLM_PREFIX_CACHE_QUERIES, "vllm:gpu_prefix_cache_queries_total",
+                             "vllm:kv_cache_usage_perc"})
+
 # vLLM V1 counts a prompt when its prefill ends, steps by vllm:iteration_tokens_total's _count
 # (pdcensus.series.vllm_steps), and a prefill in progress from its prefix-cache and prompt counters.
 RECORD = EngineRecord(
-    name="vllm", profiles=("vllm-v1", "vllm-v0"), catalogue=CATALOGUE, counted_step_ledger=True,
+    name="vllm", profiles=PROFILES, ledger_specs=LEDGER_SPECS, catalogue=CATALOGUE, counted_step_ledger=True,
     prefill_progress=True, cited_defaults=True, argv_needle="vllm", argv_order=1,
     sim_flags=SIM_FLAGS, sim_program=(CLI, "serve"), sim_profile="vllm", twin_maps_every_flag=True,
 )
