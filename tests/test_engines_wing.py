@@ -98,3 +98,13 @@ def test_the_wing_imports_no_higher_layer() -> None:
                 assert node.module.startswith(("pdcensus.engines", "pdcensus.errors")), f"{path.name}: {node.module}"
             if isinstance(node, ast.ImportFrom) and node.module in ("importlib",):
                 raise AssertionError(f"{path.name} imports importlib: the registry names its modules")
+
+
+def test_each_profile_is_detected_from_its_own_names() -> None:
+    """The records' detectors, asked in their order, give each profile back from its sample names."""
+    from pdcensus.series.profiles import detect_profile
+
+    for name, profile in PROFILES.items():
+        found = detect_profile(profile.sample_names())
+        assert found is not None and found.profile.name == name
+    assert detect_profile({"up", "process_start_time_seconds"}) is None

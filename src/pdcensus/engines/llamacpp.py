@@ -11,6 +11,8 @@ llama.cpp's own words.
 
 from __future__ import annotations
 
+from collections.abc import Set
+
 from pdcensus.engines.knob_types import ActsOn, CounterCheck, Dial, Knob
 from pdcensus.engines.metrics import LedgerQuantity, LedgerSpec, Profile, Signal, one_term
 from pdcensus.engines.record import Advice, EngineCatalogue, EngineRecord, Gap, PromptCounting
@@ -119,8 +121,14 @@ LEDGER_SPEC = LedgerSpec(
 # names the derivation reads beside the profile's signals (pdcensus.series.llamacpp)
 EXTRA_SAMPLE_NAMES = ("llamacpp:n_busy_slots_per_decode", "llamacpp:prompt_seconds_total")
 
+
+def detect(names: Set[str]) -> tuple[Profile, str] | None:
+    return (PROFILE, "llamacpp: metrics present") if any(n.startswith("llamacpp:") for n in names) else None
+
+
 RECORD = EngineRecord(
     name="llamacpp", profiles=(PROFILE,), ledger_specs=(LEDGER_SPEC,), extra_sample_names=EXTRA_SAMPLE_NAMES,
+    detect=detect, detect_order=3,
     catalogue=CATALOGUE, prompt_counting=PromptCounting.PER_CALL_AT_END,
     advice=Advice.BATCH_SIZE, short_flags=True, argv_needle="llama-server", argv_order=3,
     twin_spellings={"-np": "max-num-seqs", "--parallel": "max-num-seqs", "-b": "max-num-batched-tokens",

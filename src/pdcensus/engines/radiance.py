@@ -21,7 +21,7 @@ models, so its flags are the simulator's flags.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 
 from pdcensus.engines.knob_types import ActsOn, CounterCheck, Dial, Knob
 from pdcensus.engines.metrics import LedgerQuantity, LedgerSpec, LedgerTerm, Profile, Signal, one_term
@@ -331,8 +331,17 @@ LEDGER_SPECS = (
     ),
 )
 
+
+def detect(names: Set[str]) -> tuple[Profile, str] | None:
+    if "radiance:engine_steps_decode_total" in names or "radiance:engine_steps_held_total" in names:
+        return PROFILES[0], "radiance:engine_steps_decode_total present"
+    if any(n.startswith("radiance:") for n in names):
+        return PROFILES[1], "radiance: metrics without radiance:engine_steps_decode_total"
+    return None
+
+
 RECORD = EngineRecord(
-    name="radiance", profiles=PROFILES, ledger_specs=LEDGER_SPECS, catalogue=RADIANCE_CATALOGUE,
+    name="radiance", profiles=PROFILES, ledger_specs=LEDGER_SPECS, detect=detect, catalogue=RADIANCE_CATALOGUE,
     latency_under_other_prefix=True, advice=Advice.RUNBOOK, env_from_flag_name=True,
     argv_needle=CLI, argv_order=4, simulated=True, sim_program=(CLI, "serve"),
 )

@@ -19,7 +19,7 @@ the preconditions that must travel in the same deploy line, given the flags alre
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Set
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -106,6 +106,10 @@ class Advice(str, Enum):
     STEP_BUDGET = "step-budget"  # the catalogue's step budget, halved from the deployed value
 
 
+Detect = Callable[[Set[str]], "tuple[Profile, str] | None"]
+"""``detect(sample names) -> (profile, the names that decided it)``, or None: not this engine."""
+
+
 @dataclass(frozen=True)
 class EngineRecord:
     """One engine: its name, profiles, counting rules, knob catalogue and flag spellings."""
@@ -117,6 +121,8 @@ class EngineRecord:
     # per profile: a labelled counter that carries a token rate more promptly than the profile's own
     rate_terms: Mapping[str, Mapping[Signal, LedgerTerm]] = field(default_factory=dict)
     extra_sample_names: tuple[str, ...] = ()  # names its derivation reads beside the profile's signals
+    detect: Detect | None = None  # which of its profiles a metric set is, and the names that decided it
+    detect_order: int = 0  # which engine is tried first (lower first: vLLM's names last, others export them too)
     # --- counting rules (when each family moves)
     prompt_counting: PromptCounting = PromptCounting.AS_COMPUTED
     itl_per_request_mean: bool = False  # its inter-token histogram holds one mean per request: no stall shows

@@ -17,7 +17,7 @@ time the census's ledger reads, never for these knobs. SGLang's preemption is *r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 
 from pdcensus.engines.knob_types import ActsOn, CounterCheck, Dial, Knob
 from pdcensus.engines.metrics import LedgerQuantity, LedgerSpec, LedgerTerm, Profile, Signal, one_term
@@ -105,6 +105,17 @@ CATALOGUE = EngineCatalogue(
 )
 
 
+
+def detect(names: Set[str]) -> tuple[Profile, str] | None:
+    if not any(n.startswith("sglang:") for n in names):
+        return None
+    if "sglang:inter_token_latency_seconds_bucket" not in names:  # older trees: time_per_output_token
+        itl = "sglang:time_per_output_token_seconds"
+        return Profile(PROFILE.name, PROFILE.engine, PROFILE.description,
+                       {**PROFILE.signals, Signal.ITL: itl}), "sglang: metrics present"
+    return PROFILE, "sglang: metrics present"
+
+
 # The simulator's settings in SGLang's spelling (pdcensus.sim.engine_flags applies them).
 SIM_FLAGS = {"--chunked-prefill-size": BUDGET, "--max-running-requests": "--max-num-seqs",
              "--max-total-tokens": KV_TOKENS, "--context-length": "--max-model-len", "--page-size": "--block-size",
@@ -177,6 +188,7 @@ RATE_TERMS = {
 # of pdcensus.series.profiles) moves as tokens are computed, and wins where it is scraped.
 RECORD = EngineRecord(
     name="sglang", profiles=(PROFILE,), ledger_specs=(LEDGER_SPEC,), rate_terms={PROFILE.name: RATE_TERMS},
+    detect=detect, detect_order=1,
     catalogue=CATALOGUE, prompt_counting=PromptCounting.AT_REQUEST_END,
     argv_needle="sglang", argv_order=0, sim_flags=SIM_FLAGS, sim_program=("python", "-m", "sglang.launch_server"),
     sim_model_flag="--model-path", sim_profile="sglang",

@@ -17,7 +17,7 @@ census cannot see a preemption stall on TGI; its step ledger comes from
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 
 from pdcensus.engines.knob_types import ActsOn, CounterCheck, Dial, Knob
 from pdcensus.engines.metrics import LedgerQuantity, LedgerSpec, LedgerTerm, Profile, Signal
@@ -103,6 +103,14 @@ CATALOGUE = EngineCatalogue(
 )
 
 
+
+def detect(names: Set[str]) -> tuple[Profile, str] | None:
+    if not any(n.startswith("tgi_") for n in names):
+        return None
+    hit = sorted(n for n in names if n.startswith("tgi_batch_forward_duration"))
+    return PROFILE, f"{hit[0]} present" if hit else "tgi_ metrics present"
+
+
 # The simulator's settings in TGI's spelling; PREFILL_CHUNKING is its env switch, on in the model.
 SIM_FLAGS = {"--max-batch-prefill-tokens": BUDGET, "--max-batch-size": "--max-num-seqs",
              "--max-batch-total-tokens": KV_TOKENS, "--max-total-tokens": "--max-model-len",
@@ -155,7 +163,7 @@ LEDGER_SPEC = LedgerSpec(
 # tgi_request_input_length is observed at validation (before any prefill), and
 # tgi_request_mean_time_per_token_duration holds one mean per request: a stall cannot show in it.
 RECORD = EngineRecord(
-    name="tgi", profiles=(PROFILE,), ledger_specs=(LEDGER_SPEC,), catalogue=CATALOGUE, prompt_counting=PromptCounting.AT_ARRIVAL,
+    name="tgi", profiles=(PROFILE,), ledger_specs=(LEDGER_SPEC,), detect=detect, detect_order=2, catalogue=CATALOGUE, prompt_counting=PromptCounting.AT_ARRIVAL,
     itl_per_request_mean=True, flags_as_env=True, argv_needle="text-generation", argv_order=2, sim_flags=SIM_FLAGS,
     sim_program=("text-generation-router",), sim_model_flag="--tokenizer-name", sim_profile="tgi",
 )

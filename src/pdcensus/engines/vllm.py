@@ -22,7 +22,7 @@ after a chunk: the dial for step-time sharing is the step budget.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 
 from pdcensus.engines.knob_types import ActsOn, CounterCheck, Dial, Knob
 from pdcensus.engines.metrics import LedgerQuantity, LedgerSpec, Profile, Signal, one_term
@@ -216,11 +216,25 @@ VLLM_SIDE_NAMES = (VLLM_COMPUTED_PROMPT, VLLM_PREFIX_CACHE_QUERIES, VLLM_PREFIX_
 # Families only vLLM's V1 engine exports (V0 had prefix-cache hit-rate gauges, no counters)
 VLLM_V1_MARKERS = frozenset({VLLM_PREFIX_CACHE_QUERIES, "vllm:gpu_prefix_cache_queries_total",
                              "vllm:kv_cache_usage_perc"})
+_V0_MARKERS = frozenset({"vllm:gpu_cache_usage_perc", "vllm:num_requests_swapped",
+                         "vllm:time_per_output_token_seconds_bucket", "vllm:cpu_cache_usage_perc"})
+
+
+def detect(names: Set[str]) -> tuple[Profile, str] | None:
+    """Tried last: radiance exports vLLM's common names beside its own."""
+    if not any(n.startswith("vllm:") for n in names):
+        return None
+    hit = sorted(_V0_MARKERS & names)
+    if hit:
+        return PROFILES[1], f"vLLM V0 names present: {', '.join(hit)}"
+    return PROFILES[0], "vllm: metrics without V0-only names"
+
 
 # vLLM V1 counts a prompt when its prefill ends, steps by vllm:iteration_tokens_total's _count
 # (pdcensus.series.vllm_steps), and a prefill in progress from its prefix-cache and prompt counters.
 RECORD = EngineRecord(
-    name="vllm", profiles=PROFILES, ledger_specs=LEDGER_SPECS, catalogue=CATALOGUE, counted_step_ledger=True,
+    name="vllm", profiles=PROFILES, ledger_specs=LEDGER_SPECS, detect=detect, detect_order=9, catalogue=CATALOGUE,
+    counted_step_ledger=True,
     prefill_progress=True, cited_defaults=True, argv_needle="vllm", argv_order=1,
     sim_flags=SIM_FLAGS, sim_program=(CLI, "serve"), sim_profile="vllm", twin_maps_every_flag=True,
 )

@@ -89,39 +89,16 @@ def get_profile(name: str) -> Profile:
 
 
 def detect_profile(sample_names: Iterable[str]) -> Detection | None:
-    """The profile a set of sample names belongs to, or None if no engine metric is there."""
+    """The profile a set of sample names belongs to, or None if no engine metric is there.
+
+    Each engine's record says which of its profiles the names are (``detect``); the engines are
+    asked in their ``detect_order`` (vLLM's last: radiance exports vLLM's common names too).
+    """
     names = set(sample_names)
-    if "radiance:engine_steps_decode_total" in names or "radiance:engine_steps_held_total" in names:
-        return Detection(PROFILES["radiance-1.8"], "radiance:engine_steps_decode_total present")
-    if any(n.startswith("radiance:") for n in names):
-        return Detection(
-            PROFILES["radiance-1.0.13"],
-            "radiance: metrics without radiance:engine_steps_decode_total",
-        )
-    if any(n.startswith("sglang:") for n in names):
-        sglang = PROFILES["sglang"]
-        if "sglang:inter_token_latency_seconds_bucket" not in names:
-            itl = "sglang:time_per_output_token_seconds"
-            sglang = Profile(sglang.name, sglang.engine, sglang.description,
-                             {**sglang.signals, Signal.ITL: itl})
-        return Detection(sglang, "sglang: metrics present")
-    if any(n.startswith("tgi_") for n in names):
-        hit = sorted(n for n in names if n.startswith("tgi_batch_forward_duration"))
-        why = f"{hit[0]} present" if hit else "tgi_ metrics present"
-        return Detection(PROFILES["tgi"], why)
-    if any(n.startswith("llamacpp:") for n in names):
-        return Detection(PROFILES["llamacpp"], "llamacpp: metrics present")
-    if any(n.startswith("vllm:") for n in names):
-        v0_markers = {
-            "vllm:gpu_cache_usage_perc",
-            "vllm:num_requests_swapped",
-            "vllm:time_per_output_token_seconds_bucket",
-            "vllm:cpu_cache_usage_perc",
-        }
-        hit = sorted(v0_markers & names)
-        if hit:
-            return Detection(PROFILES["vllm-v0"], f"vLLM V0 names present: {', '.join(hit)}")
-        return Detection(PROFILES["vllm-v1"], "vllm: metrics without V0-only names")
+    for engine in sorted(ENGINES, key=lambda r: r.detect_order):
+        found = engine.detect(names) if engine.detect is not None else None
+        if found is not None:
+            return Detection(*found)
     return None
 
 
