@@ -95,8 +95,8 @@ def detect_profile(sample_names: Iterable[str]) -> Detection | None:
     asked in their ``detect_order`` (vLLM's last: radiance exports vLLM's common names too).
     """
     names = set(sample_names)
-    for engine in sorted(ENGINES, key=lambda r: r.detect_order):
-        found = engine.detect(names) if engine.detect is not None else None
+    for rules in sorted(ENGINES, key=lambda r: r.detect_order):
+        found = rules.detect(names) if rules.detect is not None else None
         if found is not None:
             return Detection(*found)
     return None
