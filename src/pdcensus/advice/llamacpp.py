@@ -35,6 +35,7 @@ from pdcensus.advice.model import Recommendation, VerificationPlan
 from pdcensus.census.model import CensusReport
 from pdcensus.engines.knob_types import ActsOn, Knob
 from pdcensus.engines.llamacpp import KNOBS as LLAMACPP_KNOBS
+from pdcensus.engines.llamacpp import RECORD as LLAMACPP
 
 BATCH_VALUES = (2048, 1024, 512, 256, 128, 64)
 DEFAULT_BATCH, DEFAULT_UBATCH = (int(str(k.default)) for k in LLAMACPP_KNOBS[:2])
@@ -106,7 +107,7 @@ def recommend_batch(report: CensusReport, flags: Mapping[str, str], target_share
     if not lower:
         from pdcensus.advice.engine_advice import spent
 
-        return spent(ActsOn.STEP_TIME_SHARING, "llamacpp", knob, str(now), f"-b {now} is the smallest value tried")
+        return spent(ActsOn.STEP_TIME_SHARING, LLAMACPP.name, knob, str(now), f"-b {now} is the smallest value tried")
     reaching = [r for r in lower if r["share_of_idle"] >= target_share]
     chosen = reaching[0] if reaching else lower[-1]
     current = batch_point(now, now, decoders, rate, decode_step, idle)

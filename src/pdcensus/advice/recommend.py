@@ -23,6 +23,7 @@ from pdcensus.advice.model import Recommendation, VerificationPlan
 from pdcensus.advice.ttft_replay import PrefillTrace, ReplayForecast
 from pdcensus.census.model import BucketTable, CensusReport, LedgerResult, Mechanism, Severity
 from pdcensus.engines import Advice, of_profile
+from pdcensus.engines.radiance import RECORD as RADIANCE
 from pdcensus.series.profiles import PROFILES
 
 DEFAULT_TARGET_DECODE_SHARE = 0.5
@@ -107,7 +108,7 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
     dial_state = ""
     if current and n <= current:  # already deployed (or more): the next step on the same dial, or spent
         if current + 1 > predict.MAX_INTERLEAVE:
-            return engine_advice.spent(ActsOn.STEP_TIME_SHARING, "radiance", knob, str(current),
+            return engine_advice.spent(ActsOn.STEP_TIME_SHARING, RADIANCE.name, knob, str(current),
                                        f"{predict.MAX_INTERLEAVE} held steps per chunk step is the most the advice tries")
         n, dial_state = current + 1, "next-step"
     if n == 0 and current == 0:  # the target is met without a hold: no arm (the severity note says why)
@@ -210,7 +211,7 @@ def recommend_arena(ledger: LedgerResult, report: CensusReport, flags: Mapping[s
         knob = get_knob("--max-num-batched-tokens")
         new_budget = max(budget // 2, floor or 0) if budget else 0
         if budget and new_budget >= budget:
-            return engine_advice.spent(ActsOn.EVICTION, "radiance", knob, str(budget),
+            return engine_advice.spent(ActsOn.EVICTION, RADIANCE.name, knob, str(budget),
                                        f"the budget sits at the prefill stager's smallest pass ({floor} tokens)")
         value = str(new_budget) if new_budget else "N"
     predicted: dict[str, float] = {"lag_tail_effect": report.lag.tail_effect}
@@ -285,7 +286,7 @@ def _next_interval(depths_tokens: Sequence[int], interval: int, depths_basis: st
     knob = get_knob("--checkpoint-interval")
     new = interval // 2
     if new < 64:
-        return engine_advice.spent(ActsOn.SELF_MADE_PREFILL, "radiance", knob, str(interval),
+        return engine_advice.spent(ActsOn.SELF_MADE_PREFILL, RADIANCE.name, knob, str(interval),
                                    "64 tokens is the shortest interval the build accepts")
     now = predict.mean_replay("keep-all", depths_tokens, interval, diverged=True)
     then = predict.mean_replay("keep-all", depths_tokens, new, diverged=True)
