@@ -34,7 +34,8 @@ def _knob(flag: str, alias: str, env: str, argument: str, default: str | None, r
     return Knob(flag=flag, argument=argument, default=default, role=role, acts_on=acts_on, semantics=semantics,
                 cost=cost, preconditions=preconditions, interactions=interactions, counter=counter,
                 counter_check=check, bucket_pair=_BUCKET_PAIR, engine="llamacpp", env=env, aliases=(alias,),
-                dial=dial, versions=VERSIONS, source=SRC, rollback=_ROLLBACK)
+                dial=dial, versions=VERSIONS, source=SRC, rollback=_ROLLBACK,
+                process_name="llama-server")
 
 
 KNOBS = (

@@ -37,7 +37,7 @@ def _knob(flag: str, argument: str, default: str | None, role: str, dial: Dial, 
     return Knob(flag=flag, argument=argument, default=default, role=role, acts_on=acts_on, semantics=semantics,
                 cost=cost, preconditions=preconditions, interactions=(), counter=counter, counter_check=check,
                 bucket_pair=_BUCKET_PAIR, engine="sglang", env="", dial=dial, versions=VERSIONS, source=SRC,
-                rollback=_RESTART)
+                rollback=_RESTART, pid_lookup="$(pgrep -f 'sglang.launch_server' | head -1)")
 
 
 KNOBS = (

@@ -38,7 +38,7 @@ def _knob(flag: str, argument: str, default: str | None, role: str, dial: Dial, 
     return Knob(flag=flag, argument=argument, default=default, role=role, acts_on=acts_on, semantics=semantics,
                 cost=cost, preconditions=preconditions, interactions=(), counter=counter, counter_check=check,
                 bucket_pair=_BUCKET_PAIR, engine="tgi", env=env, dial=dial, versions=VERSIONS,
-                source=f"{SRC} {source}", rollback=_ROLLBACK)
+                source=f"{SRC} {source}", rollback=_ROLLBACK, process_name="text-generation-router")
 
 
 KNOBS = (

@@ -46,7 +46,8 @@ def _knob(flag: str, argument: str, default: str | None, role: str, dial: Dial, 
     return Knob(flag=flag, argument=argument, default=default, role=role, acts_on=acts_on, semantics=semantics,
                 cost=cost, preconditions=preconditions, interactions=interactions, counter=counter,
                 counter_check=check, bucket_pair=_BUCKET_PAIR, engine="vllm", env="", dial=dial,
-                versions=versions, source=f"{SRC} {source}", rollback=_RESTART)
+                versions=versions, source=f"{SRC} {source}", rollback=_RESTART,
+                pid_lookup="$(pgrep -f 'vllm serve' | head -1)")
 
 
 KNOBS = (
