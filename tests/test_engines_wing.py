@@ -108,3 +108,21 @@ def test_each_profile_is_detected_from_its_own_names() -> None:
         found = detect_profile(profile.sample_names())
         assert found is not None and found.profile.name == name
     assert detect_profile({"up", "process_start_time_seconds"}) is None
+
+
+def test_the_release_in_force_is_the_last_listed_and_every_reader_takes_it() -> None:
+    """vLLM 0.32 is one module and one registry line: lint, the advice and the what-if read it from there."""
+    from pdcensus.engines import RELEASES, newest_release, release
+    from pdcensus.lint.vllm import VLLM_DATA, load_vllm_flags
+    from pdcensus.whatif.vllm_knobs import REFUSED
+
+    vllm = newest_release("vllm")
+    assert [r for r in RELEASES if r.engine == "vllm"][-1] is vllm and vllm.version == "0.32.0"
+    assert all(r.engine in NAMES for r in RELEASES)
+    assert VLLM_DATA == vllm.flags_file and load_vllm_flags().version == vllm.version
+    assert REFUSED is vllm.twin_refused
+    assert release("sglang") is None
+    with pytest.raises(UsageError, match="no cited release"):
+        newest_release("sglang")
+    default = vllm.deployed_value("--max-num-batched-tokens", {}, None)
+    assert default is not None and default.is_default and int(default.value) == vllm.assumed_budget

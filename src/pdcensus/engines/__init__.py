@@ -13,8 +13,10 @@ series, the census, the advice, lint, the simulator and the what-if can all read
 
 from __future__ import annotations
 
-from pdcensus.engines.record import Advice, EngineCatalogue, EngineRecord, Gap, PromptCounting
-from pdcensus.engines.registry import ENGINES, NAMES, SIMULATED, find, of_argv, of_profile, record
+from pdcensus.engines.record import Advice, DeployedValue, EngineCatalogue, EngineRecord, EngineRelease, Gap, PromptCounting
+from pdcensus.engines.registry import (
+    ENGINES, NAMES, RELEASES, SIMULATED, find, newest_release, of_argv, of_profile, record, release,
+)
 
-__all__ = ["ENGINES", "NAMES", "SIMULATED", "Advice", "EngineCatalogue", "EngineRecord", "Gap", "PromptCounting",
-           "find", "of_argv", "of_profile", "record"]
+__all__ = ["ENGINES", "NAMES", "RELEASES", "SIMULATED", "Advice", "DeployedValue", "EngineCatalogue", "EngineRecord",
+           "EngineRelease", "Gap", "PromptCounting", "find", "newest_release", "of_argv", "of_profile", "record", "release"]

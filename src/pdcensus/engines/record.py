@@ -106,6 +106,43 @@ class Advice(str, Enum):
     STEP_BUDGET = "step-budget"  # the catalogue's step budget, halved from the deployed value
 
 
+@dataclass(frozen=True)
+class DeployedValue:
+    """A flag's value in effect, where it came from (``argv``, ``config``, ``labels`` or ``default``) and why."""
+
+    flag: str
+    value: str
+    source: str
+    why: str
+
+    @property
+    def is_default(self) -> bool:
+        return self.source == "default"
+
+    def text(self) -> str:
+        if self.source == "argv":
+            return f"{self.flag} {self.value} (argv)"
+        if self.source == "config":
+            return f"{self.flag} {self.value} ({self.why})"
+        if self.source == "labels":
+            return f"{self.flag} {self.value} (vllm:cache_config_info)"
+        return f"{self.flag} {self.value}: not in argv, {self.why}"
+
+
+@dataclass(frozen=True)
+class EngineRelease:
+    """One release of an engine whose facts are cited line by line; the registry's last per engine is in force."""
+
+    engine: str
+    version: str
+    flags_file: str  # pdcensus/data/<file>: every flag the release's parser takes (lint reads argv against it)
+    # a flag's value in effect where argv does not set it: argv, the config file, the labels, or the cited default
+    deployed_value: Callable[[str, Mapping[str, str], "Mapping[str, str] | None"], DeployedValue | None]
+    config_file_note: Callable[[Mapping[str, str]], str]  # said where argv reads a config file pdcensus cannot
+    twin_refused: Mapping[str, str]  # catalogue flag -> why the what-if's twin cannot model it
+    assumed_budget: int  # the step budget assumed where neither argv nor the build says
+
+
 Detect = Callable[[Set[str]], "tuple[Profile, str] | None"]
 """``detect(sample names) -> (profile, the names that decided it)``, or None: not this engine."""
 
@@ -134,7 +171,6 @@ class EngineRecord:
     env_from_flag_name: bool = False  # the serve script reads <PREFIX>_<FLAG> for every flag (radiance)
     short_flags: bool = False  # argv carries single-dash flags with a value (-b 512, -np 4)
     flags_as_env: bool = False  # each flag is also read as its upper-case env name (TGI: MAX_BATCH_SIZE)
-    cited_defaults: bool = False  # a flag's default is cited per device and argv (pdcensus.advice.vllm_defaults)
     argv_needle: str = ""  # the word in a process's argv that names it ("" : none)
     argv_order: int = 0  # which needle is tried first (lower first: "sglang" before "vllm")
     # --- the simulator and the what-if

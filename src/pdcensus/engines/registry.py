@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pdcensus.engines import llamacpp, radiance, sglang, tgi, vllm
-from pdcensus.engines.record import EngineRecord
+from pdcensus.engines import llamacpp, radiance, sglang, tgi, vllm, vllm_0_32
+from pdcensus.engines.record import EngineRecord, EngineRelease
 from pdcensus.errors import UsageError
 
 ENGINES: tuple[EngineRecord, ...] = (
@@ -20,6 +20,11 @@ ENGINES: tuple[EngineRecord, ...] = (
     sglang.RECORD,
     tgi.RECORD,
     llamacpp.RECORD,
+)
+# releases whose facts are cited line by line (defaults, flags file, the twin's refusals); the last per engine is
+# in force
+RELEASES: tuple[EngineRelease, ...] = (
+    vllm_0_32.RELEASE,
 )
 NAMES: tuple[str, ...] = tuple(r.name for r in ENGINES)
 _BY_NAME = {r.name: r for r in ENGINES}
@@ -51,3 +56,16 @@ def of_argv(args: Sequence[str]) -> EngineRecord | None:
         if r.argv_needle and r.argv_needle in text:
             return r
     return None
+
+
+def release(name: str) -> EngineRelease | None:
+    """The release of engine ``name`` in force (the last one listed), or None where none is cited."""
+    return next((r for r in reversed(RELEASES) if r.engine == name), None)
+
+
+def newest_release(name: str) -> EngineRelease:
+    """:func:`release`, for an engine that has one (UsageError otherwise)."""
+    found = release(name)
+    if found is None:
+        raise UsageError(f"no cited release of {name!r}: releases are of {', '.join(sorted({r.engine for r in RELEASES}))}")
+    return found

