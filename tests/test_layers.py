@@ -7,6 +7,8 @@ import is still two modules that cannot change alone.
 The layers, lowest first (a module may import its own layer and the layers below it):
 
 * ``errors``, ``extras``: the exception tree and the optional-extra check;
+* ``engines``: the engines wing, one record per engine (profiles named, counting rules, knob
+  catalogue, flag spellings), read by every layer above and by the simulator;
 * ``series.model``: the recording data model every reader fills;
 * ``sources``: readers and writers of recordings, servers and side channels;
 * ``series``: PromQL, engine profiles, resampling, on top of the model;
@@ -31,6 +33,7 @@ import pytest
 SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: list[tuple[str, ...]] = [
     ("pdcensus", "pdcensus.errors", "pdcensus.extras"),
+    ("pdcensus.engines",),
     ("pdcensus.series.model",),
     ("pdcensus.sources",),
     ("pdcensus.series",),
@@ -146,6 +149,7 @@ def test_the_checker_sees_a_circle_and_an_upward_arrow() -> None:
     assert circles(graph) == [["pdcensus.census.a", "pdcensus.census.b"]]
     assert rank("pdcensus.sources.fpm") < rank("pdcensus.series.promql.engine") < rank("pdcensus.census.run")  # type: ignore[operator]
     assert rank("pdcensus.series.model") < rank("pdcensus.sources.load")  # type: ignore[operator]
+    assert rank("pdcensus.engines.vllm") < rank("pdcensus.series.profiles")  # type: ignore[operator]
     assert rank("pdcensus.sim.engine") is None
     with pytest.raises(AssertionError, match="in no layer"):
         rank("pdcensus.newpackage.module")

@@ -9,7 +9,7 @@ import pytest
 from pdcensus import api
 from pdcensus.advice.engine_advice import with_deploy
 from pdcensus.advice.evidence import flags_from_argv
-from pdcensus.advice.vllm_defaults import config_file_note, deployed_value, world_size
+from pdcensus.engines.vllm_0_32 import config_file_note, deployed_value, world_size
 from shared_data import SHARED_REALDATA
 
 REAL = SHARED_REALDATA / "vllm-inferencex"

@@ -14,12 +14,12 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from pdcensus.advice.capacity import read_diagnostics, with_box
-from pdcensus.advice.catalogue import engine_of_argv
 from pdcensus.advice.endpoint_report import EndpointReport, SideEvidence
 from pdcensus.advice.evidence import BootLedger, flags_from_argv, parse_boot_ledger
 from pdcensus.advice.recommend import DEFAULT_TARGET_DECODE_SHARE, recommend
 from pdcensus.advice.ttft_replay import PrefillTrace
 from pdcensus.census.model import CensusReport
+from pdcensus.engines import of_argv
 from pdcensus.sources.bundle import Bundle
 
 
@@ -65,7 +65,8 @@ def attach_advice(
     cited = SideEvidence(unreadable=unreadable)
     if bundle is not None:
         if bundle.argv:
-            flags = flags_from_argv(bundle.argv[1:], short=engine_of_argv(bundle.argv) == "llamacpp")  # -b, -np
+            running = of_argv(bundle.argv)
+            flags = flags_from_argv(bundle.argv[1:], short=running is not None and running.short_flags)  # -b, -np
         if bundle.boot_lines:
             boot = parse_boot_ledger("\n".join(bundle.boot_lines))
         depths = prefix_hit_depths_from_stats(bundle.stats)

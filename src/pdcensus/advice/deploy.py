@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pdcensus.advice.catalogue import engine_catalogue
 from pdcensus.advice.evidence import flags_from_argv
 from pdcensus.advice.knobs import env_var_for
+from pdcensus.engines import record
 from pdcensus.series.model import Endpoint
 
 
@@ -92,7 +93,7 @@ def _env_name(engine: str, name: str) -> str:
     knob = engine_catalogue(engine).knob(name)
     if knob is not None:
         return knob.env_var
-    return env_var_for(name) if engine == "radiance" else ""
+    return env_var_for(name) if record(engine).env_from_flag_name else ""
 
 
 def deploy_line(engine: str, flag: str, value: str, deployed: Mapping[str, str]) -> DeployLine:
@@ -121,7 +122,7 @@ def deployed_flags(flags_or_args: Mapping[str, str] | Sequence[str], engine: str
     if isinstance(flags_or_args, Mapping):
         raw = dict(flags_or_args)
     else:
-        raw = flags_from_argv(list(flags_or_args), short=engine == "llamacpp")
+        raw = flags_from_argv(list(flags_or_args), short=record(engine).short_flags)
     catalogue = engine_catalogue(engine)
     out: dict[str, str] = {}
     for name, value in raw.items():

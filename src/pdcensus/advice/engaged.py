@@ -28,6 +28,7 @@ import numpy as np
 from pdcensus.advice.knobs import ActsOn, Dial, Knob
 from pdcensus.advice.model import ArmStep, StepStatus
 from pdcensus.census.signals import ShapeSignals
+from pdcensus.engines import record
 from pdcensus.series.profiles import Signal
 from pdcensus.series.quantile import quantile_of_bounds
 from pdcensus.series.vllm_steps import observations_above as _above
@@ -130,8 +131,6 @@ def _observed_at_most(flag: str, value: str, after: ShapeSignals, numbers: dict[
 
 
 MIN_STALL_CHANGE = 0.10  # the busy ITL p99 must fall by this share (verify-arm's MIN_CHANGE)
-# engines whose ITL histogram is a per-request mean (TGI's tgi_request_mean_time_per_token_duration)
-PER_REQUEST_ITL = frozenset({"tgi"})
 
 
 def busy_itl_p99(signals: ShapeSignals, idle_threshold_tokens_per_second: float) -> float:
@@ -158,7 +157,8 @@ def check_stall(pair: ArmStep, before: ShapeSignals, after: ShapeSignals,
     """
     threshold = pair.numbers.get("idle_threshold_tokens_per_second", math.nan)
     what = "busy ITL p99 (the longest stall beside a chunk)"
-    if before.profile.engine in PER_REQUEST_ITL:  # a per-request mean cannot show a stall: the ledger's chunk step can
+    # an ITL histogram of per-request means (TGI's) cannot show a stall: the ledger's chunk step can
+    if record(before.profile.engine).itl_per_request_mean:
         p_before, p_after = chunk_step_seconds
         what = "the mean chunk step (what a decoder beside it waits)"
     else:

@@ -6,7 +6,7 @@ the other engines theirs from their catalogues (:mod:`pdcensus.advice.catalogue`
 - step-time sharing: the engine's step budget (vLLM ``--max-num-batched-tokens``, SGLang
   ``--chunked-prefill-size``, TGI ``--max-batch-prefill-tokens``) halved from the deployed value
   (on vLLM, where argv lacks it: a readable ``--config`` YAML, else vLLM 0.32's own default, cited and
-  said to be the default: :mod:`pdcensus.advice.vllm_defaults`; the rollback drops the flag).
+  said to be the default: :mod:`pdcensus.engines.vllm_0_32`; the rollback drops the flag).
   A decoder beside a chunk waits one step of about the budget's tokens and gets one token from it.
   The prompt's compute is the same whatever the chunk, so while a chunk step ``c`` is many
   decode-only steps ``d`` long the decoders' lost share ``1 - d/c`` hardly moves: what the budget
@@ -38,9 +38,8 @@ from pdcensus.advice.catalogue import engine_catalogue
 from pdcensus.advice.deploy import deploy_line, same_value
 from pdcensus.advice.knobs import ActsOn, Dial, Knob
 from pdcensus.advice.model import Recommendation, VerificationPlan
-from pdcensus.advice.vllm_defaults import config_file_note
-from pdcensus.advice.vllm_defaults import deployed_value as vllm_deployed
 from pdcensus.census.model import CensusReport
+from pdcensus.engines import release
 
 MIN_BUDGET_TOKENS = 512  # below this a budget halving buys little and every prompt pays per step
 KV_HEADROOM_SHARE = 0.5  # of the peak batch (module docstring)
@@ -96,7 +95,8 @@ def recommend_budget(report: CensusReport, mechanism: ActsOn, engine: str,
     if knob is None:
         return gap_recommendation(mechanism, engine)
     current = _int(deployed.get(knob.flag))
-    assumed = vllm_deployed(knob.flag, deployed) if current is None and engine == "vllm" else None
+    cited = release(engine)  # the release whose defaults are cited (vLLM 0.32)
+    assumed = cited.deployed_value(knob.flag, deployed, None) if current is None and cited is not None else None
     if assumed is not None and assumed.source in ("default", "config"):
         current = _int(assumed.value)
     if current is None:
@@ -142,7 +142,7 @@ def recommend_budget(report: CensusReport, mechanism: ActsOn, engine: str,
     if assumed is not None and assumed.source in ("default", "config"):
         predicted["step_tokens_now_is_default"] = 1.0 if assumed.is_default else 0.0
         effect += f"; from {assumed.text()}"
-        notes = tuple(n for n in (config_file_note(deployed),) if n)
+        notes = tuple(n for n in (cited.config_file_note(deployed) if cited is not None else "",) if n)
     return Recommendation(mechanism.value, knob.flag, str(new), "", "", f"{knob.flag} {new}: {effect}", predicted,
                           cost=knob.cost, preconditions=knob.preconditions, notes=notes,
                           verification=plan(knob, str(new), knob.counter or "argv and the bucket pair decide"),

@@ -1,284 +1,28 @@
-"""radiance's knob table, and the one lookup (:func:`get_knob`) for every engine's knobs.
+"""The one lookup (:func:`get_knob`) for every engine's knobs, radiance's runbook table first.
 
-The other engines' knobs live in :mod:`pdcensus.advice.catalogue` (vLLM, SGLang, TGI, llama.cpp,
-each read from its own source at a pinned version); :func:`get_knob` with ``engine`` reads
-that engine's, without it radiance's first. The types are in :mod:`pdcensus.advice.knob_types`.
-
-The radiance entries restate the runbook's "Knob semantics" (radiance 1.8.x, GUIDE §4.5) as data,
-so that recommendations, lint and arm verification read one table. The pinned source is
-the referee for names and enum members (see :mod:`pdcensus.advice.flags`); this table
-holds the *semantics* that no source file states.
-
-Rollback convention (one for every radiance knob): the serve script reads ``RADIANCE_<FLAG>``
-(the flag without its dashes, upper-cased, ``-`` -> ``_``) and passes
-``--<flag> "$RADIANCE_<FLAG>"`` only when the variable is non-empty. An arm is therefore
-one env line (``RADIANCE_PREFILL_INTERLEAVE=2``) and its rollback is the env line that
-restores the value before the arm (``RADIANCE_PREFILL_INTERLEAVE=0``), or the empty
-line (``RADIANCE_MAX_NUM_SEQS=``: flag not passed, the build's default) when the value
-before is unknown. Never a rebuild. Because the flag is passed conditionally, a deploy
-proves nothing: verify argv first.
+Each engine's knobs live in its module of :mod:`pdcensus.engines` (radiance's runbook table in
+:mod:`pdcensus.engines.radiance`; vLLM, SGLang, TGI, llama.cpp each read from its own source at a
+pinned version); :func:`get_knob` with ``engine`` reads that engine's, without it radiance's
+first. The types are in :mod:`pdcensus.engines.knob_types` (re-exported here for the advice).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
-from pdcensus.advice.catalogue import EngineCatalogue, Gap
+from pdcensus.engines import ENGINES, record
+from pdcensus.engines.radiance import CATALOGUE as CATALOGUE, RADIANCE_CATALOGUE as RADIANCE_CATALOGUE
 from pdcensus.errors import UsageError
 
-from pdcensus.advice.knob_types import (  # noqa: F401 (re-exported: the catalogue's types)
-    ENV_PREFIX as ENV_PREFIX, PID_LOOKUP as PID_LOOKUP, PROCESS as PROCESS, ActsOn as ActsOn,
+from pdcensus.engines.knob_types import (  # noqa: F401 (re-exported: the catalogue's types)
+    ENV_PREFIX as ENV_PREFIX, ActsOn as ActsOn,
     CounterCheck as CounterCheck, Dial as Dial, Knob as Knob, env_var_for as env_var_for,
     flag_for_env_var as flag_for_env_var,
 )
 
-RADIANCE_VERSIONS = "1.8.x (1.0.13 parses --prefill-interleave and holds nothing)"
-RADIANCE_SOURCE = "runbook, Knob semantics (GUIDE section 4.5); names and members: the pinned core/config.cpp"
-
-
-_BUCKET_PAIR = (
-    "bucket radiance:decode_tokens_per_second / vllm:num_requests_running by "
-    "radiance:prefill_tokens_per_second from the same scrape, before and after, with the SAME "
-    "bucket edges; compare the busy buckets' per-stream decode rate and TTFT quantiles"
-)
-
-CATALOGUE: dict[str, Knob] = {
-    k.flag: k
-    for k in (
-        Knob(
-            flag="--prefill-interleave",
-            argument="N",
-            default="0",
-            role="the decoder dial",
-            acts_on=(ActsOn.STEP_TIME_SHARING,),
-            semantics=(
-                "N decode-only steps follow any chunk step taken beside decoders; held steps "
-                "admit nothing. A decoder beside a prefill gets N+1 tokens per chunk step + N "
-                "decode-only steps."
-            ),
-            cost=(
-                "the prefilling prompt's TTFT stretches by N decode-only steps per chunk step; "
-                "a queued request waits up to N held steps for its first step"
-            ),
-            preconditions=(
-                "the build counts held steps (radiance 1.8.x); 1.0.13 accepts the flag and ignores it",
-                "decoders run beside the prefill (it holds nothing for a lone prefill)",
-            ),
-            interactions=(
-                "--prefill-span re-funds only a lone prefill, so it cannot buy back held steps "
-                "while decoders run",
-            ),
-            counter="radiance:engine_steps_held_total",
-            counter_check=CounterCheck.LEAVES_ZERO,
-            bucket_pair=_BUCKET_PAIR,
-            dial=Dial.DECODE_HOLD,
-            versions=RADIANCE_VERSIONS,
-            source=RADIANCE_SOURCE,
-        ),
-        Knob(
-            flag="--busy-prefill-chunk",
-            argument="auto|N",
-            default="auto",
-            role="a prefill-speed dial, not decoder protection",
-            acts_on=(ActsOn.PREFILL_SPEED, ActsOn.EVICTION),
-            semantics=(
-                "the chunk size while decoders run; auto reserves 1+spec rows per decoding "
-                "sequence and 1/8 of the budget per waiting request; the source refuses to halve "
-                "for decode rows alone"
-            ),
-            cost=(
-                "a smaller chunk means more chunk steps per prompt (longer TTFT); it does not "
-                "protect decoders, each chunk step still holds them"
-            ),
-            preconditions=(
-                "never below the prefill stager's smallest pass (named on the boot line): below it "
-                "every routed layer reads its pooled experts synchronously",
-            ),
-            interactions=("bounded above by --max-num-batched-tokens",),
-            counter=None,
-            counter_check=CounterCheck.CHUNK_STEP_MOVES,
-            bucket_pair=_BUCKET_PAIR,
-            dial=Dial.CHUNK_BUDGET,
-            versions=RADIANCE_VERSIONS,
-            source=RADIANCE_SOURCE,
-        ),
-        Knob(
-            flag="--prefill-span",
-            argument="N",
-            default="1",
-            role="re-funds a lone prefill",
-            acts_on=(ActsOn.PREFILL_SPEED,),
-            semantics=(
-                "a lone prefill takes N checkpoint intervals per step and skips the intermediate "
-                "snapshot writes"
-            ),
-            cost=(
-                "its extra intervals land on the arena that the expert slab loses (evictions, a "
-                "lagged decode tail)"
-            ),
-            preconditions=("--max-num-batched-tokens = N checkpoint intervals",),
-            interactions=(
-                "re-funds a lone prefill only: it cannot buy back held steps while decoders run",
-            ),
-            counter=None,
-            counter_check=CounterCheck.NONE,
-            bucket_pair=_BUCKET_PAIR,
-            dial=Dial.CHUNK_BUDGET,
-            versions=RADIANCE_VERSIONS,
-            source=RADIANCE_SOURCE,
-        ),
-        Knob(
-            flag="--checkpoint-policy",
-            argument="geometric-backoff|tip-only|keep-all",
-            default="geometric-backoff",
-            role="linear-state checkpoint retention",
-            acts_on=(ActsOn.SELF_MADE_PREFILL,),
-            semantics=(
-                "retention only: snapshot writes happen at every interval whatever the policy "
-                "says; a prefix hit reuses up to the last retained checkpoint and replays the rest"
-            ),
-            cost="keep-all buys a bounded replay (< one interval) for pinned host RAM; no extra PCIe",
-            preconditions=(
-                "enum members from the pinned source's validator, never from memory",
-                "--checkpoint-slots auto = policy held() + 1 per --max-num-seqs, within an eighth "
-                "of host RAM",
-            ),
-            interactions=(
-                "shortening --checkpoint-interval does NOT fix deep divergence under "
-                "geometric-backoff",
-            ),
-            counter="radiance:prefix_hit_cut_tokens_total",
-            counter_check=CounterCheck.RATIO_DROPS,
-            bucket_pair=_BUCKET_PAIR,
-            dial=Dial.CHECKPOINTS,
-            versions=RADIANCE_VERSIONS,
-            source=RADIANCE_SOURCE,
-        ),
-        Knob(
-            flag="--checkpoint-interval",
-            argument="TOKENS",
-            default=None,
-            role="snapshot spacing",
-            acts_on=(ActsOn.SELF_MADE_PREFILL,),
-            semantics="a linear-state snapshot is written every interval of prompt tokens",
-            cost="every cut multiplies the snapshot writes (PCIe, chunk step time)",
-            preconditions=(),
-            interactions=(
-                "under geometric-backoff the coarsest retained scale is the largest interval x 2^k "
-                "under the depth, so the deepest gap stays about half the prompt whatever the "
-                "interval",
-                "--prefill-span N needs --max-num-batched-tokens = N intervals",
-            ),
-            counter="radiance:prefix_hit_cut_tokens_total",
-            counter_check=CounterCheck.RATIO_DROPS,
-            bucket_pair=_BUCKET_PAIR,
-            dial=Dial.CHECKPOINTS,
-            versions=RADIANCE_VERSIONS,
-            source=RADIANCE_SOURCE,
-        ),
-        Knob(
-            flag="--checkpoint-slots",
-            argument="auto|N",
-            default="auto",
-            role="pinned host RAM for retained snapshots",
-            acts_on=(ActsOn.SELF_MADE_PREFILL,),
-            semantics="a total over all sequences; auto = policy held() + 1, per --max-num-seqs",
-            cost="pinned host RAM, within an eighth of host RAM",
-            preconditions=("within an eighth of host RAM",),
-            interactions=("too few slots drop retained checkpoints whatever the policy",),
-            counter=None,
-            counter_check=CounterCheck.NONE,
-            bucket_pair=_BUCKET_PAIR,
-            dial=Dial.CHECKPOINTS,
-            versions=RADIANCE_VERSIONS,
-            source=RADIANCE_SOURCE,
-        ),
-        Knob(
-            flag="--max-num-batched-tokens",
-            argument="TOKENS",
-            default=None,
-            role="the blunt rung",
-            acts_on=(ActsOn.EVICTION, ActsOn.PREFILL_SPEED),
-            semantics="the token budget of one step, and so the arena a chunk step borrows",
-            cost=(
-                "raising it raises the arena the expert slab loses, and its resonance on an "
-                "expert-tiered payload can be violent; lowering it slows every prefill"
-            ),
-            preconditions=("--prefill-span N needs it equal to N checkpoint intervals",),
-            interactions=("bounds --busy-prefill-chunk",),
-            counter=None,
-            counter_check=CounterCheck.CHUNK_STEP_MOVES,
-            bucket_pair=_BUCKET_PAIR,
-            dial=Dial.CHUNK_BUDGET,
-            versions=RADIANCE_VERSIONS,
-            source=RADIANCE_SOURCE,
-        ),
-        Knob(
-            flag="--max-num-seqs",
-            argument="N",
-            default=None,
-            role="KV headroom",
-            acts_on=(ActsOn.PREEMPTION_STALL,),
-            semantics="the most sequences in the running batch; KV demand grows with it x context",
-            cost="fewer concurrent streams: arrivals queue (TTFT) when the batch is full",
-            preconditions=("sequences x mean context must fit the KV pool with headroom",),
-            interactions=("--checkpoint-slots auto scales with it",),
-            counter="vllm:num_requests_running",
-            counter_check=CounterCheck.GAUGE_AT_MOST,
-            bucket_pair=_BUCKET_PAIR,
-            dial=Dial.KV_CAPACITY,
-            versions=RADIANCE_VERSIONS,
-            source=RADIANCE_SOURCE,
-        ),
-    )
-}
-
-
-# --- radiance as an engine catalogue (pdcensus.advice.catalogue): pin, env rule, primary knobs, and the one
-# precondition that must travel in the same line: --prefill-span N needs --max-num-batched-tokens = N
-# checkpoint intervals, or config_validate refuses to start.
-DEFAULT_CHECKPOINT_INTERVAL = 4096
-
-
-def _int(text: str | None) -> int | None:
-    return int(text) if text is not None and text.isdigit() else None
-
-
-def complete(flag: str, value: str, deployed: Mapping[str, str]) -> tuple[tuple[tuple[str, str], ...], tuple[str, ...]]:
-    """Span and step budget travel together: budget = span x checkpoint interval."""
-    interval = _int(deployed.get("--checkpoint-interval")) or DEFAULT_CHECKPOINT_INTERVAL
-    if flag == "--prefill-span" and value.isdigit():
-        budget = int(value) * interval
-        return ((("--max-num-batched-tokens", str(budget)),),
-                (f"--max-num-batched-tokens {budget}: --prefill-span {value} needs {value} x --checkpoint-interval "
-                 f"{interval} (config_validate refuses anything else)",))
-    span = _int(deployed.get("--prefill-span")) or 1
-    if flag == "--max-num-batched-tokens" and value.isdigit() and span > 1:
-        new_span = max(1, int(value) // interval) if int(value) % interval == 0 else 1
-        return ((("--prefill-span", str(new_span)),),
-                (f"--prefill-span {new_span}: the deployed --prefill-span {span} needs the budget at {span} intervals",))
-    return (), ()
-
-
-RADIANCE_CATALOGUE = EngineCatalogue(
-    engine="radiance", name="radiance", pin="radiance 1.8.x",
-    sources=("runbook: Knob semantics (GUIDE section 4.5)", "the pinned image's core/config.cpp (help table + validator)"),
-    env_rule="the serve script reads RADIANCE_<FLAG> and passes --<flag> only when it is non-empty",
-    knobs=tuple(CATALOGUE.values()),
-    gaps=(Gap(ActsOn.PREEMPTION_STALL, "no knob reserves KV for resumed sequences beyond --max-num-seqs",
-              "more KV memory per replica, or more replicas"),),
-    primary={ActsOn.STEP_TIME_SHARING: "--prefill-interleave", ActsOn.EVICTION: "--max-num-batched-tokens",
-             ActsOn.PREEMPTION_STALL: "--max-num-seqs", ActsOn.SELF_MADE_PREFILL: "--checkpoint-policy"},
-    serve=("radiance", "serve"), measures_decode_only_steps=True, complete=complete,
-)
-
 
 def engine_knobs(engine: str | None = None) -> dict[str, Knob]:
-    """Knobs of the other engines (:mod:`pdcensus.advice.catalogue`), or of one engine."""
-    from pdcensus.advice.catalogue import ENGINES, engine_catalogue
-
-    names = [engine] if engine else [e for e in ENGINES if e != "radiance"]
-    return {k.flag: k for e in names for k in engine_catalogue(e).knobs}
+    """Knobs of the engines other than the simulator's (each in :mod:`pdcensus.engines`), or of one engine."""
+    records = [record(engine)] if engine else [r for r in ENGINES if not r.simulated]
+    return {k.flag: k for r in records for k in r.catalogue.knobs}
 
 
 def get_knob(flag: str, engine: str | None = None) -> Knob:
@@ -290,14 +34,14 @@ def get_knob(flag: str, engine: str | None = None) -> Knob:
     name = flag if flag.startswith("-") else "--" + flag
     if name.startswith("--"):
         name = name.replace("_", "-")
-    if engine in (None, "radiance") and name in CATALOGUE:
+    runbook = engine is None or record(engine).simulated  # radiance's runbook table, or every engine's
+    if runbook and name in CATALOGUE:
         return CATALOGUE[name]
-    others = engine_knobs(engine) if engine not in (None, "radiance") else (
-        {} if engine == "radiance" else engine_knobs())
+    others = engine_knobs(engine) if not runbook else ({} if engine is not None else engine_knobs())
     found = others.get(name) or next((k for k in others.values() if name in k.aliases), None)
     if found is not None:
         return found
-    choices = [*others] if engine not in (None, "radiance") else [*CATALOGUE, *others]
+    choices = [*others] if not runbook else [*CATALOGUE, *others]
     raise UsageError(
         f"no knob {flag!r} in the {engine or 'knob'} catalogue; choose one of: {', '.join(choices)}"
     )

@@ -31,74 +31,11 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from pdcensus.advice.catalogue import EngineCatalogue, Gap
-from pdcensus.advice.knob_types import ActsOn, CounterCheck, Dial, Knob
 from pdcensus.advice.model import Recommendation, VerificationPlan
 from pdcensus.census.model import CensusReport
-
-# --- the catalogue (common/arg.cpp at b11434: flag, short form, env; a flag on the command line wins)
-PIN = "llama.cpp b11434"
-SRC = "ggml-org/llama.cpp b11434 common/arg.cpp"
-VERSIONS = ">= b3600 (env names since the LLAMA_ARG_* scheme; read at b11434)"
-_BUCKET_PAIR = ("bucket the decode rows per interval / decoders by the prompt tokens per interval (both derived from "
-                "n_decode_total, n_busy_slots_per_decode and prompt_seconds_total), before and after, with the SAME "
-                "edges; the busy buckets' per-stream rate must rise")
-_ROLLBACK = "restart with the previous argv, or the env line where the serve script does not pass the flag"
-
-
-def _knob(flag: str, alias: str, env: str, argument: str, default: str | None, role: str, dial: Dial,
-          acts_on: tuple[ActsOn, ...], semantics: str, cost: str, preconditions: tuple[str, ...] = (),
-          interactions: tuple[str, ...] = (), counter: str | None = None,
-          check: CounterCheck = CounterCheck.NONE) -> Knob:
-    return Knob(flag=flag, argument=argument, default=default, role=role, acts_on=acts_on, semantics=semantics,
-                cost=cost, preconditions=preconditions, interactions=interactions, counter=counter,
-                counter_check=check, bucket_pair=_BUCKET_PAIR, engine="llamacpp", env=env, aliases=(alias,),
-                dial=dial, versions=VERSIONS, source=SRC, rollback=_ROLLBACK)
-
-
-KNOBS = (
-    _knob("--batch-size", "-b", "LLAMA_ARG_BATCH", "N", "2048", "the decoder dial (llama.cpp)", Dial.CHUNK_BUDGET,
-          (ActsOn.STEP_TIME_SHARING,),
-          "the most tokens one llama_decode call of the server loop carries: one per generating slot, then prompt "
-          "tokens up to N; a generating slot waits for the whole call",
-          "a prompt needs more calls, each also carrying the decode rows: its TTFT grows by about one decode-only "
-          "step per extra call",
-          ("continuous batching on (-cb, the default), so prompts share calls with decoders",
-           "n_ubatch is min(-b, -ub): a -b below -ub lowers the micro-batch too"),
-          ("-ub/--ubatch-size splits the call but does not shorten the decoder's wait",),
-          "llamacpp:prompt_seconds_total / chunk calls (the mean chunk step)", CounterCheck.CHUNK_STEP_MOVES),
-    _knob("--ubatch-size", "-ub", "LLAMA_ARG_UBATCH", "N", "512", "prompt speed (llama.cpp), not decoder protection",
-          Dial.CHUNK_BUDGET, (ActsOn.PREFILL_SPEED,),
-          "the micro-batch llama_decode splits a call into; sampling waits for the whole call",
-          "on a CPU a smaller micro-batch processes prompts more slowly, so each call, and the decoders' wait "
-          "beside it, gets longer", ("at most -b",), ("-b/--batch-size is what a decoder waits for",),
-          None, CounterCheck.CHUNK_STEP_MOVES),
-    _knob("--parallel", "-np", "LLAMA_ARG_N_PARALLEL", "N", "-1", "slots (llama.cpp): admission, not sharing",
-          Dial.ADMISSION, (ActsOn.PREEMPTION_STALL,),
-          "the server's slots; a request without a free slot is deferred (requests_deferred)",
-          "fewer concurrent streams; prompts queue instead of running beside decoders",
-          ("-c/--ctx-size is shared by the slots",), (), "llamacpp:requests_processing", CounterCheck.GAUGE_AT_MOST),
-    _knob("--ctx-size", "-c", "LLAMA_ARG_CTX_SIZE", "N", "0 (from the model)", "the KV cache (all slots)",
-          Dial.KV_CAPACITY, (), "the context, shared by the slots: each slot gets -c / -np tokens",
-          "memory; a slot that fills its share shifts or truncates its context"),
-    _knob("--cont-batching", "-cb", "LLAMA_ARG_CONT_BATCHING", "", "on", "decode rows beside a prompt",
-          Dial.DECODE_MIXING, (), "prompts and generating slots share llama_decode calls; -nocb runs them apart",
-          "off: a prompt holds every generating slot for its whole prefill"),
-)
-
-CATALOGUE = EngineCatalogue(
-    engine="llamacpp", name="llama.cpp", pin=PIN,
-    sources=(SRC, "ggml-org/llama.cpp b11434 tools/server/server-context.cpp"),
-    env_rule="each flag has a LLAMA_ARG_* env variable (common/arg.cpp set_env); the command line wins over it",
-    knobs=KNOBS,
-    gaps=(Gap(ActsOn.EVICTION, "llama.cpp has no expert arena or slab to evict from",
-              "a lagged tail here is the host (page cache, thermal): read the box, not a knob"),
-          Gap(ActsOn.PREEMPTION_STALL, "llama.cpp does not preempt: a slot keeps its context share",
-              "fewer slots (-np) or a larger -c; more replicas when requests are deferred")),
-    primary={ActsOn.STEP_TIME_SHARING: "--batch-size"},
-    serve=("llama-server",),
-)
-LLAMACPP_KNOBS = KNOBS
+from pdcensus.engines.knob_types import ActsOn, Knob
+from pdcensus.engines.llamacpp import KNOBS as LLAMACPP_KNOBS
+from pdcensus.engines.llamacpp import RECORD as LLAMACPP
 
 BATCH_VALUES = (2048, 1024, 512, 256, 128, 64)
 DEFAULT_BATCH, DEFAULT_UBATCH = (int(str(k.default)) for k in LLAMACPP_KNOBS[:2])
@@ -170,7 +107,7 @@ def recommend_batch(report: CensusReport, flags: Mapping[str, str], target_share
     if not lower:
         from pdcensus.advice.engine_advice import spent
 
-        return spent(ActsOn.STEP_TIME_SHARING, "llamacpp", knob, str(now), f"-b {now} is the smallest value tried")
+        return spent(ActsOn.STEP_TIME_SHARING, LLAMACPP.name, knob, str(now), f"-b {now} is the smallest value tried")
     reaching = [r for r in lower if r["share_of_idle"] >= target_share]
     chosen = reaching[0] if reaching else lower[-1]
     current = batch_point(now, now, decoders, rate, decode_step, idle)

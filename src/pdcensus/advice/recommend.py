@@ -16,13 +16,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from pdcensus.advice import engine_advice, predict, ttft_replay
-from pdcensus.advice.catalogue import engine_of_profile
 from pdcensus.advice.deploy import deployed_flags
 from pdcensus.advice.evidence import BootLedger
 from pdcensus.advice.knobs import ActsOn, get_knob
 from pdcensus.advice.model import Recommendation, VerificationPlan
 from pdcensus.advice.ttft_replay import PrefillTrace, ReplayForecast
 from pdcensus.census.model import BucketTable, CensusReport, LedgerResult, Mechanism, Severity
+from pdcensus.engines import Advice, of_profile
+from pdcensus.engines.radiance import RECORD as RADIANCE
 from pdcensus.series.profiles import PROFILES
 
 DEFAULT_TARGET_DECODE_SHARE = 0.5
@@ -107,7 +108,7 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
     dial_state = ""
     if current and n <= current:  # already deployed (or more): the next step on the same dial, or spent
         if current + 1 > predict.MAX_INTERLEAVE:
-            return engine_advice.spent(ActsOn.STEP_TIME_SHARING, "radiance", knob, str(current),
+            return engine_advice.spent(ActsOn.STEP_TIME_SHARING, RADIANCE.name, knob, str(current),
                                        f"{predict.MAX_INTERLEAVE} held steps per chunk step is the most the advice tries")
         n, dial_state = current + 1, "next-step"
     if n == 0 and current == 0:  # the target is met without a hold: no arm (the severity note says why)
@@ -210,7 +211,7 @@ def recommend_arena(ledger: LedgerResult, report: CensusReport, flags: Mapping[s
         knob = get_knob("--max-num-batched-tokens")
         new_budget = max(budget // 2, floor or 0) if budget else 0
         if budget and new_budget >= budget:
-            return engine_advice.spent(ActsOn.EVICTION, "radiance", knob, str(budget),
+            return engine_advice.spent(ActsOn.EVICTION, RADIANCE.name, knob, str(budget),
                                        f"the budget sits at the prefill stager's smallest pass ({floor} tokens)")
         value = str(new_budget) if new_budget else "N"
     predicted: dict[str, float] = {"lag_tail_effect": report.lag.tail_effect}
@@ -285,7 +286,7 @@ def _next_interval(depths_tokens: Sequence[int], interval: int, depths_basis: st
     knob = get_knob("--checkpoint-interval")
     new = interval // 2
     if new < 64:
-        return engine_advice.spent(ActsOn.SELF_MADE_PREFILL, "radiance", knob, str(interval),
+        return engine_advice.spent(ActsOn.SELF_MADE_PREFILL, RADIANCE.name, knob, str(interval),
                                    "64 tokens is the shortest interval the build accepts")
     now = predict.mean_replay("keep-all", depths_tokens, interval, diverged=True)
     then = predict.mean_replay("keep-all", depths_tokens, new, diverged=True)
@@ -310,12 +311,13 @@ def recommend(report: CensusReport, flags: Mapping[str, str] | None = None, boot
 
     ``trace`` is the analysed shape's prefill trace, for the replayed TTFT column.
     """
-    engine = engine_of_profile(report.profile)
+    rules = of_profile(report.profile)
+    engine = rules.name
     flags = deployed_flags(dict(flags or {}), engine)
     boot = boot or BootLedger()
     found = set(report.verdict.mechanisms) | {report.verdict.mechanism}
     out: list[Recommendation | None] = []
-    if engine == "llamacpp":  # llama.cpp's own knobs (pdcensus.advice.llamacpp)
+    if rules.advice is Advice.BATCH_SIZE:  # llama.cpp's own knobs (pdcensus.advice.llamacpp)
         from pdcensus.advice.llamacpp import recommend_batch
 
         if Mechanism.STEP_TIME_SHARING in found:
@@ -323,15 +325,15 @@ def recommend(report: CensusReport, flags: Mapping[str, str] | None = None, boot
         found -= {Mechanism.STEP_TIME_SHARING}
     elif Mechanism.STEP_TIME_SHARING in found:
         out.append(recommend_interleave(report.ledger, report.buckets, flags, target_decode_share, report.profile,
-                                        trace) if engine == "radiance" else
+                                        trace) if rules.advice is Advice.RUNBOOK else
                    engine_advice.recommend_budget(report, ActsOn.STEP_TIME_SHARING, engine, flags))
     if Mechanism.EVICTION in found:
-        out.append(recommend_arena(report.ledger, report, flags, boot) if engine == "radiance" else
+        out.append(recommend_arena(report.ledger, report, flags, boot) if rules.advice is Advice.RUNBOOK else
                    engine_advice.recommend_budget(report, ActsOn.EVICTION, engine, flags))
     if Mechanism.PREEMPTION_STALL in found:
         out.append(engine_advice.recommend_kv_headroom(report, engine, flags))
     self_made = any(t.fired and "prefix" in t.name for t in report.traps)
-    if self_made and prefix_hit_depths_tokens and engine == "radiance":
+    if self_made and prefix_hit_depths_tokens and rules.advice is Advice.RUNBOOK:
         out.append(recommend_checkpoints(prefix_hit_depths_tokens, flags))
     recs = by_loss(engine_advice.merge_same_knob(
         [_weigh_severity(engine_advice.with_deploy(r, engine, flags), report) for r in out if r is not None],

@@ -30,6 +30,7 @@ from pdcensus.census.verdict_caps import (
     SATURATED_SHARE,
 )
 from pdcensus.census.verdict_inputs import VerdictInputs
+from pdcensus.engines import record
 from pdcensus.series.profiles import LedgerQuantity, Profile, Signal, ledger_spec
 
 PASS_NAMES = ("shape", "ledger", "buckets", "lag", "ttft", "preemption", "traps")
@@ -39,7 +40,7 @@ def _ledger_pass(ledger: LedgerResult, profile: Profile) -> PassRecord:
     spec = ledger_spec(profile)
     if ledger.available and ledger.partial:
         return PassRecord("ledger", True, 1.0, ledger.reason)
-    if ledger.available and profile.engine == "vllm":
+    if ledger.available and record(profile.engine).counted_step_ledger:
         return PassRecord("ledger", True, 1.0, "counted step ledger (pdcensus.series.vllm_steps): steps from "
                                               "vllm:iteration_tokens_total_count, step time from the busy scrapes' wall "
                                               "time, decode-only steps in step spans without prefill; no held-step counter")

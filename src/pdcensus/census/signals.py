@@ -33,6 +33,7 @@ import numpy as np
 from pdcensus.census.counters import summed_gauge, summed_increase
 from pdcensus.census.prefill_progress import PrefillBasis, PrefillProgress, reconstruct
 from pdcensus.census.usable import LeftOut, bounded_rate
+from pdcensus.engines import PromptCounting, record
 from pdcensus.series.engine_ledger import ledger_increases, term_increases
 from pdcensus.series.llamacpp import census_overrides as llamacpp_overrides
 from pdcensus.series.model import Endpoint
@@ -171,7 +172,8 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
             increases[sig] = term_inc
             prompt_term |= sig is Signal.PROMPT_TOKENS
 
-    if profile.engine == "llamacpp":  # counts at request end: read as it counts (series.llamacpp)
+    rules = record(profile.engine)
+    if rules.prompt_counting is PromptCounting.PER_CALL_AT_END:  # read as it counts (series.llamacpp)
         read = llamacpp_overrides(endpoint, rows, dt)
         if read is not None:
             increases.update(read[0])
@@ -202,11 +204,11 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
             decode = prefill = None
     basis = None if prefill is None else _counter_basis(profile, prompt_term) if from_counters else PrefillBasis.GAUGE
     progress = None
-    finished = _counter(values, present, by_name, VLLM_FINISHED) if profile.engine == "vllm" else None
+    finished = _counter(values, present, by_name, VLLM_FINISHED) if rules.prefill_progress else None
     # V1 counts a prompt when its prefill ends; V0 counted each chunk as it was scheduled
     # (vllm/engine/llm_engine.py ``_get_stats``: ``num_prompt_tokens_iter += token_chunk_size``).
     # V1 before 0.9.2 still exported V0's gpu_cache_usage_perc, but only V1 has prefix-cache counters.
-    v1 = profile.name == "vllm-v1" or (profile.engine == "vllm" and bool(names & VLLM_V1_MARKERS))
+    v1 = profile.name == "vllm-v1" or (rules.prefill_progress and bool(names & VLLM_V1_MARKERS))
     if from_counters and v1 and prefill is not None:
         progress = _vllm_progress(endpoint, rows, times, dt, increases, values, present, by_name,
                                   gauges.get(Signal.WAITING), finished, Signal.ITERATION_TOKENS in histograms)
@@ -228,7 +230,8 @@ def _vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np
     it, prefill included: ``v1/core/sched/scheduler.py`` ``make_stats``). The ledger's four
     counters go into ``increases`` (``pdcensus.series.vllm_steps.counted_ledger``).
     """
-    if profile.engine != "vllm" or Signal.ITL not in histograms or Signal.STEPS_DECODE in increases:
+    if not record(profile.engine).counted_step_ledger or Signal.ITL not in histograms or \
+            Signal.STEPS_DECODE in increases:
         return None, None, None
     steps = counted_steps(endpoint, rows, gauges.get(Signal.RUNNING))
     if steps is None or not steps.busy.any():
@@ -274,11 +277,12 @@ def admitted_not_done(queries: np.ndarray, prompt: np.ndarray) -> np.ndarray:
 
 def _counter_basis(profile: Profile, prompt_term: bool) -> PrefillBasis:
     """When an engine's prompt counter moves (see pdcensus.series.profiles for the sources)."""
-    if profile.engine == "tgi":  # tgi_request_input_length is observed at validation
+    counting = record(profile.engine).prompt_counting
+    if counting is PromptCounting.AT_ARRIVAL:  # tgi_request_input_length is observed at validation
         return PrefillBasis.ARRIVAL_COUNTER
-    if profile.engine == "llamacpp":  # per call, at its end; spread back by prompt_seconds_total (series.llamacpp)
+    if counting is PromptCounting.PER_CALL_AT_END:  # spread back by prompt_seconds_total (series.llamacpp)
         return PrefillBasis.SPREAD_BACK
-    if profile.engine == "sglang" and not prompt_term:  # prompt_tokens_total moves when a request finishes
+    if counting is PromptCounting.AT_REQUEST_END and not prompt_term:  # sglang's prompt_tokens_total
         return PrefillBasis.REQUEST_END_COUNTER
     return PrefillBasis.COUNTER_AS_COMPUTED
 

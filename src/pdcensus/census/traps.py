@@ -17,6 +17,7 @@ from pdcensus.census.buckets import MAX_STEP_SECONDS
 from pdcensus.census.model import LedgerResult, PreemptionResult, ShapeResult, Trap
 from pdcensus.census.prefill_progress import QUERIES_ONCE, PrefillBasis, PrefillProgress
 from pdcensus.census.signals import ShapeSignals
+from pdcensus.engines import record
 from pdcensus.series.profiles import Signal
 
 # Prefill made by prefix-hit cuts matters once it is this share of all prefill tokens.
@@ -85,7 +86,7 @@ def check_traps(
     shape: ShapeResult,
 ) -> tuple[Trap, ...]:
     prof = signals.profile
-    radiance = prof.engine == "radiance"
+    radiance = record(prof.engine).latency_under_other_prefix
     traps: list[Trap] = []
 
     missing = [prof.name_of(s) for s in (Signal.TTFT, Signal.ITL) if s not in signals.histograms]

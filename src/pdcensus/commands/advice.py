@@ -127,14 +127,15 @@ def knobs(
                                         "catalogue, read from its source at a pinned version.")] = "radiance",
 ) -> None:
     """The knob catalogue per engine: what each knob acts on, its cost, preconditions and rollback."""
-    from pdcensus.advice.catalogue import engine_catalogue
+    from pdcensus.engines import Advice, record
 
-    catalogue = engine_catalogue(engine)
+    rules = record(engine)
+    catalogue = rules.catalogue
+    runbook = rules.advice is Advice.RUNBOOK  # the runbook's table: its knobs alone, no pin line
     if as_json:
-        typer.echo(json.dumps([k.to_dict() for k in catalogue.knobs] if engine == "radiance" else catalogue.to_dict(),
-                              indent=2))
+        typer.echo(json.dumps([k.to_dict() for k in catalogue.knobs] if runbook else catalogue.to_dict(), indent=2))
         return
-    if engine != "radiance":
+    if not runbook:
         typer.echo(f"{catalogue.name} ({catalogue.pin}); env: {catalogue.env_rule}")
     for k in catalogue.knobs:
         spelled = " / ".join(k.spellings())

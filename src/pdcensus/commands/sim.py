@@ -7,6 +7,7 @@ from typing import Annotated, Optional
 import typer
 
 from pdcensus.commands.base import app, parse_duration, parse_sets
+from pdcensus.engines import find
 
 LONG_RUN_SECONDS = 6 * 3600.0
 
@@ -30,7 +31,8 @@ def sim_command(
     interval_seconds = parse_duration(scrape_interval)
     overrides = parse_sets(sets)
     spec = get_scenario(scenario)
-    if profile != "radiance" and overrides:  # the engine's own spelling (pdcensus.sim.engine_flags)
+    spoken = find(profile)
+    if (spoken is None or not spoken.simulated) and overrides:  # the engine's own spelling (pdcensus.sim.engine_flags)
         from pdcensus.sim.engine_flags import apply
 
         spec, overrides = apply(spec, profile, overrides), {}

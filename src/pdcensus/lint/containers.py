@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from pdcensus.engines.radiance import CLI as RADIANCE_CLI
+from pdcensus.engines.vllm import CLI as VLLM_CLI
 from pdcensus.lint.checks import FlagUse
 from pdcensus.lint.shell import RUN_VALUE_OPTIONS, Arg, is_assignment
 from pdcensus.lint.vllm_commands import ShellReader
@@ -65,7 +67,7 @@ def image_argv(reader: ShellReader, argv: list[Arg], env: list[FlagUse], image: 
     flag or the model."""
     if vllm_image(reader, argv, env, image):
         return
-    ours = image is None or "radiance" in image.lower() or reader.known(argv)
+    ours = image is None or RADIANCE_CLI in image.lower() or reader.known(argv)
     if argv and (argv[0].value.startswith("-") or argv[0].value == "serve") and ours:
         reader.engine_argv(argv[1:] if argv[0].value == "serve" else argv, env)
     elif argv:
@@ -77,10 +79,10 @@ def image_argv(reader: ShellReader, argv: list[Arg], env: list[FlagUse], image: 
 def vllm_image(reader: ShellReader, argv: list[Arg], env: list[FlagUse], image: str | None) -> bool:
     """A vLLM image's argv (``vllm/vllm-openai``: its entrypoint is ``vllm serve``) when it starts
     with a flag or the model rather than a program; True when taken."""
-    if not image or "vllm" not in image.lower() or "radiance" in image.lower() or not argv:
+    if not image or VLLM_CLI not in image.lower() or RADIANCE_CLI in image.lower() or not argv:
         return False
     first = argv[0].value
-    if first in {"vllm", "sh", "bash", "env", "exec"} or first.startswith(("python", "/")):
+    if first in {VLLM_CLI, "sh", "bash", "env", "exec"} or first.startswith(("python", "/")):
         return False
     reader.flush_env(env)
     reader.add_vllm(argv, f"{image.rsplit('/', 1)[-1].split(':')[0]} entrypoint, vllm serve")

@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 
 from pdcensus.advice.knobs import flag_for_env_var
 from pdcensus.advice.model import Severity
+from pdcensus.engines.radiance import CLI as RADIANCE_CLI
+from pdcensus.engines.vllm import CLI as VLLM_CLI
 from pdcensus.lint.checks import Checker, FlagUse
 from pdcensus.lint.containers import container_run, image_argv, kubectl_run
 from pdcensus.lint.vllm_commands import OTHER_ENGINES, check_vllm, python_module, via_variable, vllm_cli
@@ -192,14 +194,14 @@ class ShellReader:
         if program.startswith("python"):
             values = [a.value for a in rest]
             module = values[values.index("-m") + 1] if "-m" in values[:-1] else ""
-            if module.startswith("radiance"):
+            if module.startswith(RADIANCE_CLI):
                 self.engine_argv(rest[values.index("-m") + 2:], env)
             elif module:
                 python_module(self, module, args[i], rest[values.index("-m") + 2:], env)
             else:
                 self.other(args)
             return
-        if program == "vllm":
+        if program == VLLM_CLI:
             vllm_cli(self, args[i], rest, env)
             return
         if program in OTHER_ENGINES and rest:  # a bare name in prose is no command
@@ -208,7 +210,7 @@ class ShellReader:
             return
         if via_variable(self, args[i], rest, env):
             return
-        if program.startswith("radiance"):
+        if program.startswith(RADIANCE_CLI):
             self.engine_argv(rest, env)
             return
         if program in NON_ENGINE or (program.startswith("-") and not _FLAG.fullmatch(program)):

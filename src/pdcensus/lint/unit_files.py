@@ -22,6 +22,7 @@ import json
 import re
 
 from pdcensus.advice.knobs import flag_for_env_var
+from pdcensus.engines.vllm import CLI as VLLM_CLI
 from pdcensus.lint.checks import Checker, FlagUse
 from pdcensus.lint.deploy import decode_with_offsets
 from pdcensus.lint.model import Snippet
@@ -97,7 +98,7 @@ def read_dockerfile(text: str, path: str, checker: Checker, shell: ShellReader) 
         nonlocal entrypoint, cmd, shell_cmd, env
         if entrypoint is not None:
             shell.command(entrypoint + (cmd or []), env)
-        elif cmd is not None and "vllm" in base.lower():
+        elif cmd is not None and VLLM_CLI in base.lower():
             shell.image_argv(cmd, env, base)  # vllm/vllm-openai: ENTRYPOINT ["vllm", "serve"]
         elif cmd is not None:
             shell.command(cmd, env)

@@ -36,9 +36,11 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
+from pdcensus.engines import newest_release
+from pdcensus.engines.vllm import RECORD as VLLM
 from pdcensus.advice.model import Severity
 
-VLLM_DATA = "vllm-0.32.0-flags.json"
+VLLM_DATA = newest_release(VLLM.name).flags_file  # the release in force (pdcensus.engines)
 _NEGATIVE = re.compile(r"^-\d+$|^-\d*\.\d+$")  # argparse's _negative_number_matcher
 _DASHES = re.compile(r"(?<=--)[^.]*")  # FlexibleArgumentParser: between the first -- and the first .
 _HUMAN = re.compile(r"(\d+(?:\.\d+)?)([kKmMgGtT])")

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from pdcensus.advice.model import Severity
+from pdcensus.engines.vllm import CLI as VLLM_CLI
 from pdcensus.lint.checks import Checker, FlagUse
 from pdcensus.lint.shell import Arg
 from pdcensus.lint.vllm import load_vllm_flags
@@ -81,7 +82,7 @@ def python_module(reader: ShellReader, module: str, program: Arg, rest: list[Arg
     reader.flush_env(env)
     if module == API_SERVER:
         reader.add_vllm(rest, f"python -m {API_SERVER}")
-    elif module in {"vllm.entrypoints.cli.main", "vllm"} and rest and rest[0].value == "serve":
+    elif module in {"vllm.entrypoints.cli.main", VLLM_CLI} and rest and rest[0].value == "serve":
         reader.add_vllm(rest[1:], f"python -m {module} serve")
     elif module.startswith("vllm.") or module in OTHER_ENGINE_MODULES:
         what = ("vLLM's demo server (another parser)" if module == "vllm.entrypoints.api_server" else
@@ -101,7 +102,7 @@ def via_variable(reader: ShellReader, program: Arg, rest: list[Arg], env: list[F
     hit = False
     for alt in alternatives:
         first = alt[0].value.rsplit("/", 1)[-1] if alt else ""
-        if first == "vllm" or (first.startswith("python") and any(a.value.startswith("vllm") for a in alt[1:])):
+        if first == VLLM_CLI or (first.startswith("python") and any(a.value.startswith(VLLM_CLI) for a in alt[1:])):
             reader.command([*alt, *rest], list(env))
             hit = True
     return hit

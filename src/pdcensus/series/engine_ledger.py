@@ -230,6 +230,42 @@ def ledger_inputs(endpoint: Endpoint, profile: Profile) -> LedgerInputs | None:
     return derive_ledger(endpoint, profile).inputs
 
 
+def _sglang_ledger(steps: float, decode_steps: float, step_seconds: float, decode_step_seconds: float,
+                   chunk_steps: float, chunk_seconds: float) -> list[tuple[str, dict[str, str], float]]:
+    seconds = "sglang:gpu_execution_seconds_total"
+    return [
+        (seconds, {"category": "decode"}, decode_step_seconds),
+        (seconds, {"category": "extend"}, chunk_seconds),
+        ("sglang:cuda_graph_passes_total", {"mode": "decode_none"}, decode_steps),
+    ]
+
+
+def _tgi_ledger(steps: float, decode_steps: float, step_seconds: float, decode_step_seconds: float,
+                chunk_steps: float, chunk_seconds: float) -> list[tuple[str, dict[str, str], float]]:
+    base = "tgi_batch_forward_duration"
+    return [
+        (base + "_count", {"method": "prefill"}, chunk_steps),
+        (base + "_sum", {"method": "prefill"}, chunk_seconds),
+        (base + "_count", {"method": "decode"}, decode_steps),
+        (base + "_sum", {"method": "decode"}, decode_step_seconds),
+    ]
+
+
+def _radiance_ledger(steps: float, decode_steps: float, step_seconds: float, decode_step_seconds: float,
+                     chunk_steps: float, chunk_seconds: float) -> list[tuple[str, dict[str, str], float]]:
+    prof = get_profile("radiance-1.8")
+    return [
+        (str(prof.name_of(Signal.STEPS)), {}, steps),
+        (str(prof.name_of(Signal.STEPS_DECODE)), {}, decode_steps),
+        (str(prof.name_of(Signal.STEP_SECONDS)), {}, step_seconds),
+        (str(prof.name_of(Signal.STEP_SECONDS_DECODE)), {}, decode_step_seconds),
+    ]
+
+
+# profile -> its ledger counters as samples (the profiles whose names carry the ledger)
+_LEDGER_EXPORTS = {"sglang": _sglang_ledger, "tgi": _tgi_ledger, "radiance-1.8": _radiance_ledger}
+
+
 def ledger_samples(
     profile_name: str,
     steps: float,
@@ -244,29 +280,9 @@ def ledger_samples(
     its decode-batch counter is ``mode="decode_none"``).
     """
     chunk_steps, chunk_seconds = steps - decode_steps, step_seconds - decode_step_seconds
-    if profile_name == "sglang":
-        seconds = "sglang:gpu_execution_seconds_total"
-        return [
-            (seconds, {"category": "decode"}, decode_step_seconds),
-            (seconds, {"category": "extend"}, chunk_seconds),
-            ("sglang:cuda_graph_passes_total", {"mode": "decode_none"}, decode_steps),
-        ]
-    if profile_name == "tgi":
-        base = "tgi_batch_forward_duration"
-        return [
-            (base + "_count", {"method": "prefill"}, chunk_steps),
-            (base + "_sum", {"method": "prefill"}, chunk_seconds),
-            (base + "_count", {"method": "decode"}, decode_steps),
-            (base + "_sum", {"method": "decode"}, decode_step_seconds),
-        ]
-    if profile_name == "radiance-1.8":
-        prof = get_profile(profile_name)
-        return [
-            (str(prof.name_of(Signal.STEPS)), {}, steps),
-            (str(prof.name_of(Signal.STEPS_DECODE)), {}, decode_steps),
-            (str(prof.name_of(Signal.STEP_SECONDS)), {}, step_seconds),
-            (str(prof.name_of(Signal.STEP_SECONDS_DECODE)), {}, decode_step_seconds),
-        ]
+    export = _LEDGER_EXPORTS.get(profile_name)
+    if export is not None:
+        return export(steps, decode_steps, step_seconds, decode_step_seconds, chunk_steps, chunk_seconds)
     raise UsageError(
         f"profile {profile_name!r} carries no step ledger to export; choose one of: "
         "radiance-1.8, sglang, tgi"

@@ -167,42 +167,52 @@ def _histogram(name: str, hist: Histogram, labels: dict[str, str]) -> Iterator[t
     yield name + "_sum", labels, hist.total
 
 
+def _sglang_samples(counters: dict[str, float], gauges: dict[str, float], tallies: EngineTallies,
+                     model: str) -> list[tuple[str, dict[str, str], float]]:
+    sched = {"model_name": model, "engine_type": "unified", "tp_rank": "0", "pp_rank": "0", "moe_ep_rank": "0"}
+    tok = {"model_name": model}
+    ledger = ledger_samples(SGLANG, counters["steps"], counters["steps_decode"], counters["step_seconds"],
+                            counters["step_seconds_decode"])
+    return [
+        ("sglang:num_running_reqs", sched, gauges["running"]),
+        ("sglang:num_queue_reqs", sched, gauges["waiting"]),
+        ("sglang:token_usage", sched, gauges["kv_usage"]),
+        ("sglang:num_retracted_requests_total", sched, counters["preemptions"]),
+        ("sglang:realtime_tokens_total", {**sched, "mode": "prefill_compute"}, counters["prompt_tokens"]),
+        ("sglang:realtime_tokens_total", {**sched, "mode": "decode"}, counters["generation_tokens"]),
+        *((name, {**sched, **labels}, value) for name, labels, value in ledger),
+        ("sglang:prompt_tokens_total", tok, tallies.finished_prompt_tokens),
+        ("sglang:generation_tokens_total", tok, tallies.finished_generation_tokens),
+        ("sglang:num_requests_total", tok, tallies.finished_requests),
+        *_histogram("sglang:time_to_first_token_seconds", tallies.sglang_ttft, tok),
+        *_histogram("sglang:inter_token_latency_seconds", tallies.sglang_inter_token, tok),
+        *_histogram("sglang:e2e_request_latency_seconds", tallies.sglang_e2e, tok),
+    ]
+
+
+def _tgi_samples(counters: dict[str, float], gauges: dict[str, float], tallies: EngineTallies,
+                 model: str) -> list[tuple[str, dict[str, str], float]]:
+    return [
+        ("tgi_batch_current_size", {}, gauges["running"]),
+        ("tgi_queue_size", {}, gauges["waiting"]),
+        *_histogram("tgi_batch_forward_duration", tallies.tgi_forward_prefill, {"method": "prefill"}),
+        *_histogram("tgi_batch_forward_duration", tallies.tgi_forward_decode, {"method": "decode"}),
+        *_histogram("tgi_request_input_length", tallies.tgi_input_length, {}),
+        *_histogram("tgi_request_generated_tokens", tallies.tgi_generated_tokens, {}),
+        *_histogram("tgi_request_duration", tallies.tgi_request_duration, {}),
+        *_histogram("tgi_request_mean_time_per_token_duration", tallies.tgi_mean_time_per_token, {}),
+    ]
+
+
+_SAMPLES: dict[str, Callable[[dict[str, float], dict[str, float], EngineTallies, str],
+                             list[tuple[str, dict[str, str], float]]]] = {SGLANG: _sglang_samples, TGI: _tgi_samples}
+
+
 def engine_samples(profile: str, counters: dict[str, float], gauges: dict[str, float], tallies: EngineTallies,
                    model: str) -> list[tuple[str, dict[str, str], float]]:
-    """One scrape of one engine: ``(sample name, labels, value)``.
+    """One scrape of one engine: ``(sample name, labels, value)`` (KeyError for a profile with no table here).
 
     ``counters`` is :meth:`pdcensus.sim.metrics_state.MetricsState.counters`, ``gauges`` the
     engine's instant gauges, ``tallies`` the engine's :class:`EngineTallies`.
     """
-    if profile == SGLANG:
-        sched = {"model_name": model, "engine_type": "unified", "tp_rank": "0", "pp_rank": "0", "moe_ep_rank": "0"}
-        tok = {"model_name": model}
-        ledger = ledger_samples(SGLANG, counters["steps"], counters["steps_decode"], counters["step_seconds"],
-                                counters["step_seconds_decode"])
-        return [
-            ("sglang:num_running_reqs", sched, gauges["running"]),
-            ("sglang:num_queue_reqs", sched, gauges["waiting"]),
-            ("sglang:token_usage", sched, gauges["kv_usage"]),
-            ("sglang:num_retracted_requests_total", sched, counters["preemptions"]),
-            ("sglang:realtime_tokens_total", {**sched, "mode": "prefill_compute"}, counters["prompt_tokens"]),
-            ("sglang:realtime_tokens_total", {**sched, "mode": "decode"}, counters["generation_tokens"]),
-            *((name, {**sched, **labels}, value) for name, labels, value in ledger),
-            ("sglang:prompt_tokens_total", tok, tallies.finished_prompt_tokens),
-            ("sglang:generation_tokens_total", tok, tallies.finished_generation_tokens),
-            ("sglang:num_requests_total", tok, tallies.finished_requests),
-            *_histogram("sglang:time_to_first_token_seconds", tallies.sglang_ttft, tok),
-            *_histogram("sglang:inter_token_latency_seconds", tallies.sglang_inter_token, tok),
-            *_histogram("sglang:e2e_request_latency_seconds", tallies.sglang_e2e, tok),
-        ]
-    if profile == TGI:
-        return [
-            ("tgi_batch_current_size", {}, gauges["running"]),
-            ("tgi_queue_size", {}, gauges["waiting"]),
-            *_histogram("tgi_batch_forward_duration", tallies.tgi_forward_prefill, {"method": "prefill"}),
-            *_histogram("tgi_batch_forward_duration", tallies.tgi_forward_decode, {"method": "decode"}),
-            *_histogram("tgi_request_input_length", tallies.tgi_input_length, {}),
-            *_histogram("tgi_request_generated_tokens", tallies.tgi_generated_tokens, {}),
-            *_histogram("tgi_request_duration", tallies.tgi_request_duration, {}),
-            *_histogram("tgi_request_mean_time_per_token_duration", tallies.tgi_mean_time_per_token, {}),
-        ]
-    raise KeyError(profile)
+    return _SAMPLES[profile](counters, gauges, tallies, model)

@@ -4,7 +4,7 @@ The engine model is radiance's (:mod:`pdcensus.sim.config`); a recording exporte
 SGLang's or TGI's names (``--profile``) takes that engine's flags, so that the advice printed for
 that engine can be deployed as printed. :data:`ENGINE_FLAGS` maps each engine flag (and its env
 spelling where the engine has one: TGI's ``MAX_BATCH_PREFILL_TOKENS``) to the simulator setting
-that does the same thing:
+that does the same thing (each engine's table is its record's ``sim_flags``, :mod:`pdcensus.engines`):
 
 - the step budget (vLLM ``--max-num-batched-tokens``, SGLang ``--chunked-prefill-size``, TGI
   ``--max-batch-prefill-tokens``) -> ``--max-num-batched-tokens``; those engines give a lone prompt
@@ -28,30 +28,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import replace
 
+from pdcensus.engines import ENGINES, find, record
+from pdcensus.engines.record import BUDGET, KV_TOKENS, NO_OP
 from pdcensus.errors import UsageError
 from pdcensus.sim.config import EngineConfig, normalize_flag
 from pdcensus.sim.scenarios import Scenario, with_overrides
 
-BUDGET, KV_TOKENS, NO_OP = "budget", "kv-tokens", "no-op"
+__all__ = ["BUDGET", "ENGINE_FLAGS", "KV_TOKENS", "NO_OP", "apply", "engine_argv", "translate"]
 SIM_BUDGET = "--max-num-batched-tokens"
 SIM_BLOCKS = "--num-gpu-blocks-override"
 
-# engine flag -> simulator flag (or BUDGET / KV_TOKENS / NO_OP: a value the model always has)
-ENGINE_FLAGS: dict[str, dict[str, str]] = {
-    "vllm": {"--max-num-batched-tokens": BUDGET, "--max-num-seqs": "--max-num-seqs",
-             "--num-gpu-blocks-override": SIM_BLOCKS, "--max-model-len": "--max-model-len",
-             "--block-size": "--block-size", "--enable-chunked-prefill": NO_OP},
-    "sglang": {"--chunked-prefill-size": BUDGET, "--max-running-requests": "--max-num-seqs",
-               "--max-total-tokens": KV_TOKENS, "--context-length": "--max-model-len", "--page-size": "--block-size",
-               "--enable-mixed-chunk": NO_OP},
-    "tgi": {"--max-batch-prefill-tokens": BUDGET, "--max-batch-size": "--max-num-seqs",
-            "--max-batch-total-tokens": KV_TOKENS, "--max-total-tokens": "--max-model-len",
-            "PREFILL_CHUNKING": NO_OP},
-}
+# engine flag -> simulator flag (or BUDGET / KV_TOKENS / NO_OP: a value the model always has), per
+# engine that has a table (the simulator's own engine takes its flags as they are)
+ENGINE_FLAGS: dict[str, dict[str, str]] = {r.name: dict(r.sim_flags) for r in ENGINES if r.sim_flags}
 NO_OP_VALUES = frozenset({"", "1", "true", "True"})
-PROGRAMS = {"radiance": ("radiance", "serve"), "vllm": ("vllm", "serve"),
-            "sglang": ("python", "-m", "sglang.launch_server"), "tgi": ("text-generation-router",)}
-MODEL_FLAG = {"sglang": "--model-path", "tgi": "--tokenizer-name"}
 
 
 def _engine_name(profile: str, raw: str) -> str:
@@ -59,7 +49,8 @@ def _engine_name(profile: str, raw: str) -> str:
     bare = raw.strip().lstrip("-")
     if bare.isupper():
         flag = "--" + bare.lower().replace("_", "-")
-        return flag if profile == "tgi" and flag in ENGINE_FLAGS["tgi"] else bare
+        spoken = find(profile)
+        return flag if spoken is not None and spoken.flags_as_env and flag in spoken.sim_flags else bare
     return normalize_flag(raw)
 
 
@@ -112,8 +103,9 @@ def engine_argv(profile: str, config: EngineConfig) -> list[str]:
     """The process argv in the engine's spelling (what ``/proc/PID/cmdline`` of that engine would hold)."""
     if profile not in ENGINE_FLAGS:
         return config.argv()
-    args = list(PROGRAMS[profile])
-    args += [MODEL_FLAG[profile], config.model] if profile in MODEL_FLAG else [config.model]
+    spoken = record(profile)  # every key of ENGINE_FLAGS is an engine's
+    args = list(spoken.sim_program)
+    args += [spoken.sim_model_flag, config.model] if spoken.sim_model_flag else [config.model]
     given = dict(config.argv_flags)
     for name, target in ENGINE_FLAGS[profile].items():
         if not name.startswith("--") or target == NO_OP:

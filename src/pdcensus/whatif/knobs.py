@@ -19,9 +19,10 @@ chunk. What another engine's knob does to that model:
 ``load`` is the what-if's own knob for every engine: the arrival rate multiplied (the traffic
 grows or shrinks; each request is unchanged).
 
-SGLang's and TGI's spellings of the same two knobs come from the simulator's engine-flag table
-(:mod:`pdcensus.sim.engine_flags`). The full per-engine knob catalogue (costs, preconditions,
-rollback) is the advice's.
+vLLM's, SGLang's and TGI's spellings of the same two knobs come from each engine's simulator-flag
+table (its record's ``sim_flags``, which :mod:`pdcensus.sim.engine_flags` applies); llama.cpp's from
+its record's ``twin_spellings`` (:mod:`pdcensus.engines`). The full per-engine knob catalogue
+(costs, preconditions, rollback) is the advice's.
 """
 
 from __future__ import annotations
@@ -30,6 +31,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from enum import Enum
 
+from pdcensus.engines import ENGINES, EngineRecord, find
+from pdcensus.engines.record import BUDGET
 from pdcensus.errors import UsageError
 
 
@@ -44,34 +47,26 @@ class Knob(str, Enum):
     VLLM_FLAG = "vllm-flag"  # vLLM: a flag mapped by :mod:`pdcensus.whatif.vllm_knobs`
 
 
-def _from_engine_flags(engine: str) -> dict[str, Knob]:
-    """The step-budget and batch-bound spellings of the simulator's own engine-flag table.
+def _spellings(rules: EngineRecord) -> dict[str, Knob]:
+    """The step-budget and batch-bound spellings of an engine's simulator-flag table, then its own.
 
-    :data:`pdcensus.sim.engine_flags.ENGINE_FLAGS` is the project's one mapping of vLLM's, SGLang's
-    and TGI's flags onto the simulator (``sim --profile P --set``); the what-if takes its spellings
-    of the two knobs it models (the step budget and the running-batch bound) from there.
+    A record's ``sim_flags`` is the project's one mapping of vLLM's, SGLang's and TGI's flags onto
+    the simulator (``sim --profile P --set``); the what-if takes its spellings of the two knobs it
+    models (the step budget and the running-batch bound) from there. The simulator's own engine has
+    none: any simulator flag, checked by the simulator's own parser.
     """
-    from pdcensus.sim.engine_flags import BUDGET, ENGINE_FLAGS
-
     out: dict[str, Knob] = {}
-    for flag, target in ENGINE_FLAGS.get(engine, {}).items():
+    for flag, target in rules.sim_flags.items():
         if target == BUDGET:
             out[flag] = Knob.BATCH_TOKENS
         elif target == "--max-num-seqs":
             out[flag] = Knob.MAX_NUM_SEQS
+    out.update({spelling: Knob(knob) for spelling, knob in rules.twin_spellings.items()})
     return out
 
 
 # engine -> spelling -> knob; every spelling an operator would type
-SPELLINGS: dict[str, dict[str, Knob]] = {
-    "vllm": _from_engine_flags("vllm"),  # --max-num-batched-tokens, --max-num-seqs
-    "sglang": _from_engine_flags("sglang"),  # --chunked-prefill-size, --max-running-requests
-    "tgi": _from_engine_flags("tgi"),  # --max-batch-prefill-tokens, --max-batch-size
-    "llamacpp": {"-np": Knob.MAX_NUM_SEQS, "--parallel": Knob.MAX_NUM_SEQS,
-                 "-b": Knob.BATCH_TOKENS, "--batch-size": Knob.BATCH_TOKENS,
-                 "-ub": Knob.UBATCH_TOKENS, "--ubatch-size": Knob.UBATCH_TOKENS},
-    "radiance": {},  # any simulator flag: checked by the simulator's own parser
-}
+SPELLINGS: dict[str, dict[str, Knob]] = {r.name: _spellings(r) for r in ENGINES}
 COMMON: dict[str, Knob] = {"load": Knob.LOAD}
 
 
@@ -91,12 +86,8 @@ class KnobSetting:
 
 
 def engine_family(profile_engine: str) -> str:
-    """The knob table an engine profile uses (sglang and tgi have none here: radiance's flags do not apply)."""
-    if profile_engine.startswith("vllm"):
-        return "vllm"
-    if profile_engine.startswith("radiance"):
-        return "radiance"
-    return profile_engine
+    """The knob table an engine profile uses (``vllm-...`` -> vllm; an engine the wing does not know, itself)."""
+    return next((r.name for r in ENGINES if profile_engine.startswith(r.name)), profile_engine)
 
 
 def _spell(raw: str) -> str:
@@ -118,6 +109,9 @@ def parse_knobs(items: Sequence[str], engine: str) -> list[KnobSetting]:
     from pdcensus.whatif.vllm_knobs import refuse
 
     table = SPELLINGS.get(engine)
+    rules = find(engine)
+    simulated = rules is not None and rules.simulated  # any simulator flag, as the simulator spells it
+    every_flag = rules is not None and rules.twin_maps_every_flag  # vLLM: each catalogue flag mapped or refused
     out: list[KnobSetting] = []
     for item in items:
         if "=" not in item:
@@ -126,18 +120,18 @@ def parse_knobs(items: Sequence[str], engine: str) -> list[KnobSetting]:
         spelling = _spell(raw)
         if spelling in COMMON:
             out.append(KnobSetting(spelling, value.strip(), COMMON[spelling]))
-        elif engine == "radiance" and spelling in FLAG_SPECS and spelling not in ("--model", "--port"):
+        elif simulated and spelling in FLAG_SPECS and spelling not in ("--model", "--port"):
             out.append(KnobSetting(spelling, value.strip(), Knob.SIM_FLAG))
         elif table and spelling in table:
             out.append(KnobSetting(spelling, value.strip(), table[spelling]))
-        elif engine == "vllm" and spelling in VLLM_ACCEPTED:
+        elif every_flag and spelling in VLLM_ACCEPTED:
             out.append(KnobSetting(spelling, value.strip(), Knob.VLLM_FLAG))
-        elif engine == "vllm" and spelling in VLLM_REFUSED:
+        elif every_flag and spelling in VLLM_REFUSED:
             refuse(spelling)
         else:
             flags = [f for f in sorted(FLAG_SPECS) if f not in ("--model", "--port")]
-            known = sorted(COMMON) + (flags if engine == "radiance" else sorted(
-                set(table or {}) | (set(VLLM_ACCEPTED) if engine == "vllm" else set())))
+            known = sorted(COMMON) + (flags if simulated else sorted(
+                set(table or {}) | (set(VLLM_ACCEPTED) if every_flag else set())))
             raise UsageError(f"unknown knob {raw.strip()!r} for {engine}: expected one of: {', '.join(known)}")
     return out
 

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from pdcensus.census.model import plain
+from pdcensus.engines import record
 
 if TYPE_CHECKING:
     from pdcensus.whatif.calibrate import Calibration
@@ -69,7 +70,7 @@ class BucketPrediction:
 
 def engine_flags(c: Calibration) -> dict[str, str]:
     """The twin's flags in the engine's own spelling (vLLM's for a vLLM twin; the simulator's otherwise)."""
-    if c.engine != "vllm":
+    if not record(c.engine).twin_maps_every_flag:
         return dict(c.flags)
     from pdcensus.whatif.vllm_knobs import vllm_spelling
 

@@ -10,6 +10,7 @@ import math
 from rich.console import Console
 from rich.table import Table
 
+from pdcensus.engines import record
 from pdcensus.whatif.vllm_knobs import vllm_spelling
 from pdcensus.whatif.model import BOUNDED, WhatIfResult
 
@@ -87,7 +88,7 @@ def render(result: WhatIfResult, console: Console) -> None:
                                                         if t.long_prompt_tokens else "")
                   + f"; outputs ~{t.mean_output_tokens:,.0f} tok"
                   + (f"; {t.standing_decoders} standing decoder(s)" if t.standing_decoders else ""))
-    if c.engine == "vllm":  # the twin's own flags are another engine's: vLLM's spelling only, the rest said
+    if record(c.engine).twin_maps_every_flag:  # the twin's own flags are another engine's: vLLM's spelling only, the rest said
         shown, left = vllm_spelling(c.flags, c.flag_sources)
         console.print("twin flags (vLLM's spelling): " + " ".join(f"{f} {v}" for f, v in shown))
         for note in left:

@@ -24,6 +24,7 @@ import numpy as np
 
 from pdcensus.census.model import CensusReport
 from pdcensus.census.run import CensusOptions, ShapeRead, census_endpoint, read_shape
+from pdcensus.engines import record
 from pdcensus.errors import UsageError
 from pdcensus.series.llamacpp import increases
 from pdcensus.series.model import Recording
@@ -68,7 +69,7 @@ def to_change(settings: Sequence[KnobSetting], calibration: Calibration) -> Chan
     ubatch: int | None = None
     load = 1.0
     batch = calibration.flags.get("--max-num-batched-tokens")
-    if calibration.engine == "vllm":
+    if record(calibration.engine).twin_maps_every_flag:
         vllm_sets = {s.spelling: s.value for s in settings if s.knob is not Knob.LOAD}
         flags = vllm_change(vllm_sets, calibration.flags, calibration.config_labels)
         settings = [s for s in settings if s.knob is Knob.LOAD]
@@ -87,7 +88,7 @@ def to_change(settings: Sequence[KnobSetting], calibration: Calibration) -> Chan
             ubatch = int(s.number())
             if ubatch < 1:
                 raise UsageError(f"bad value {s.value!r} for {s.spelling}: expected a positive number of tokens")
-    if calibration.engine == "llamacpp" and (ubatch is not None or "--max-num-batched-tokens" in flags):
+    if record(calibration.engine).micro_batches and (ubatch is not None or "--max-num-batched-tokens" in flags):
         # n_ubatch = min(-b, -ub), each as argv or the change sets it
         ub = ubatch if ubatch is not None else int(calibration.argv_knobs.get(Knob.UBATCH_TOKENS,
                                                                                LLAMACPP_DEFAULT_UBATCH))
@@ -126,7 +127,7 @@ def simulate_twin(calibration: Calibration, seed: int, change: Change | None = N
 
 def twin_figures(calibration: Calibration, result: SimResult) -> WindowFigures:
     """A twin run measured like the recording: on its edges, and in llama.cpp's words for a llama.cpp twin."""
-    recording = as_llamacpp(result.recording) if calibration.engine == "llamacpp" else result.recording
+    recording = as_llamacpp(result.recording) if record(calibration.engine).twin_read_as_own else result.recording
     return measure(read_window(recording), calibration.observed.edges_tokens_per_second)
 
 

@@ -27,7 +27,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from pdcensus.engines import newest_release
+from pdcensus.engines.vllm import RECORD as VLLM
 from pdcensus.errors import UsageError
+
+VLLM_RELEASE = newest_release(VLLM.name)
 
 SIM_BUDGET, SIM_LONE, SIM_BUSY = "--max-num-batched-tokens", "--checkpoint-interval", "--busy-prefill-chunk"
 SIM_BLOCKS, SIM_SEQS = "--num-gpu-blocks-override", "--max-num-seqs"
@@ -36,19 +40,7 @@ KV_BYTES = "--kv-cache-memory-bytes"
 ON_VALUES = frozenset({"", "1", "true", "True", "on"})
 MIN_CHUNK = 64  # the simulator's smallest --checkpoint-interval / --max-num-batched-tokens
 
-REFUSED: dict[str, str] = {
-    "--gpu-memory-utilization": "the KV pool it leaves is that share of the device's memory less the weights and "
-                                "activations, which the recording does not give: set --num-gpu-blocks-override "
-                                "(vLLM logs 'GPU KV cache size: N tokens' at start) instead",
-    "--kv-offloading-size": "host-memory KV offload is not modelled by the twin (no host tier, no transfer cost)",
-    "--max-num-partial-prefills": "vLLM's V1 engine refuses any value but 1, and at 1 it is the twin's own "
-                                  "one prefill per step",
-    "--max-long-partial-prefills": "vLLM's V1 engine refuses any value but 1, and at 1 it is the twin's own "
-                                   "one prefill per step",
-    "--scheduling-policy": "the twin admits first come first served; priority needs per-request priorities, "
-                           "which a recording does not carry",
-    "--kv-transfer-config": "disaggregation is not modelled by the twin (prompts and decoders share one engine)",
-}
+REFUSED: Mapping[str, str] = VLLM_RELEASE.twin_refused  # the release in force (pdcensus.engines)
 
 
 def refuse(flag: str) -> None:

