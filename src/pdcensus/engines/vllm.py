@@ -97,6 +97,13 @@ KNOBS = (
     _knob("--kv-cache-memory-bytes", "BYTES", None, "KV capacity in bytes", Dial.KV_CAPACITY,
           (ActsOn.PREEMPTION_STALL,), "the KV pool's size per GPU, ignoring --gpu-memory-utilization",
           "as --gpu-memory-utilization", source="vllm/config/cache.py"),
+    _knob("--num-gpu-blocks-override", "BLOCKS", None, "KV capacity in blocks (vLLM's testing flag)",
+          Dial.KV_CAPACITY, (ActsOn.PREEMPTION_STALL,),
+          "the KV pool in blocks of --block-size tokens, the device's profiling ignored (vLLM: 'used for testing "
+          "preemption'); in production size the pool with --gpu-memory-utilization or --kv-cache-memory-bytes",
+          "a pool larger than the device holds fails at start-up or at the first full batch",
+          ("blocks x block_size tokens must fit the device's memory beside the weights",),
+          "vllm:num_preemptions_total", source="vllm/config/cache.py"),
     _knob("--kv-offloading-size", "GiB", None, "KV offload to host memory", Dial.KV_CAPACITY,
           (ActsOn.EVICTION,), "host memory that evicted prefix-cache blocks go to (with --kv-offloading-backend)",
           "host memory, and PCIe traffic on a hit", versions="0.15.0 and 0.19.1 (both in the real recordings' argv)"),
