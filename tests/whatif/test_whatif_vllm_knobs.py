@@ -15,7 +15,8 @@ from pdcensus.whatif.knobs import Knob, parse_knobs
 from pdcensus.whatif.vllm_knobs import REFUSED, argv_flags, blocks_from_bytes, chunk_flags, vllm_change, vllm_spelling
 
 LLAMA = Path(__file__).resolve().parents[3] / "shared" / "realdata" / "vllm-inferencex" / "llama70b-vllm0.15"
-VALUES = {"TOKENS": "2048", "N": "8", "FRACTION": "0.95", "BYTES": "1000000", "GiB": "100", "fcfs|priority": "priority",
+VALUES = {"TOKENS": "2048", "N": "8", "FRACTION": "0.95", "BYTES": "1000000", "GiB": "100", "BLOCKS": "48",
+          "fcfs|priority": "priority",
           "JSON": "{}", "": "true"}
 TWIN = {"--max-num-batched-tokens": "8192", "--checkpoint-interval": "8192", "--busy-prefill-chunk": "8192",
         "--max-num-seqs": "16", "--num-gpu-blocks-override": "4000000", "--max-model-len": "262144"}

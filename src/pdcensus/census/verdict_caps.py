@@ -172,7 +172,8 @@ def apply_caps(x: VerdictInputs, point: Mechanism, found: list[Found], confidenc
             notes.append(f"{m.value}'s estimated loss ({100 * point_loss:.1f} % of decoders' time) is {why}, but its "
                          "signature is not beyond noise here: the headline may miss it")
     raw_tail = x.tail_effect[0]
-    if x.uncontrolled_eviction and Mechanism.EVICTION not in names:
+    # (an eviction the engine's cache config rules out, pdcensus.census.kv_tier, holds nothing down)
+    if x.uncontrolled_eviction and Mechanism.EVICTION not in names and x.kv_second_tier is not False:
         cap = True
         notes.insert(0, "decode is slower after prefill (a lagged tail or inflated decode-only steps), but the batch "
                         "is larger then, and batch growth alone could explain it: record quiet spells (15+ min "
