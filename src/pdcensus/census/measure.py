@@ -165,7 +165,7 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         (after is not None and _lower(after) > INFLATION_MARGIN)
         or (m.tail_ran and np.isfinite(m.tail_effect[0]) and interval(m.tail_effect)[1] < TAIL_EFFECT_MARGIN))
     steps_spans = None
-    felt, felt_tokens, felt_basis = float("nan"), (0, 0), ITL_ALL
+    felt, felt_tokens, felt_basis, felt_chunk = float("nan"), (0, 0), ITL_ALL, float("nan")
     if s.counted_steps is not None and s.chunk_intervals is not None and excess is not None:
         steps_spans = span_mask(s.counted_steps, s.chunk_intervals)
         preempted = s.increase(Signal.PREEMPTIONS)
@@ -186,6 +186,7 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
             bound = chunk_step_depth(s.counted_steps, steps_spans & ~stalled, ~steps_spans & ~stalled,
                                      itl.upper_bounds, itl.increases)
             if np.isfinite(bound) and bound < felt:
+                felt_chunk = bound
                 felt_basis += (f"; prefill ends inside a scrape here, so a span mixes its chunk step with decode-only "
                                f"steps: one chunk step itself holds decoders to {bound:.3f} of the clean pace (the "
                                "mean gap beyond 3 clean gaps), and the depth while it acts lies between the two")
@@ -203,7 +204,7 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         if idle.any() and s.prefill_tokens_per_second is not None else 1.0,
         ledger_depth=ledger_depth, dose_stall=m.dose.stall_seconds_per_token, dose_depth=m.dose.depth_at_top,
         depth_from_steps=steps_spans is not None and ledger_depth is not None, itl_depth=felt, itl_tokens=felt_tokens,
-        itl_basis=felt_basis,
+        itl_basis=felt_basis, itl_chunk_depth=felt_chunk,
         busy_share=_share(busy if steps_spans is None else steps_spans & valid, wdec), tail_share=_share(tail, wdec), burst_share=_share(burst & valid, wdec),
         preemption_depth=pre.decode_dip if pre.decode_dip < 1.0 else float("nan"),
         itl_busy_ratio=_itl_ratio(itl, assignment.busy, assignment.idle), itl_tail_ratio=_itl_ratio(itl, hist.tail, hist.clean),

@@ -173,6 +173,12 @@ def _evidence(x: VerdictInputs, tests: list[SignatureTest | None]) -> list[Evide
                                                  ": no slower while prefill ran, so the counted steps' ratio is reported")
                               if felt is not None else "no token on one side")
                            + "; chunk-step-collapse is the counted steps' ratio"))
+    if x.depth_from_steps and np.isfinite(x.itl_chunk_depth):
+        ev.append(Evidence("itl-chunk-depth", float(x.itl_chunk_depth), COLLAPSE_RATIO,
+                           bool(x.itl_chunk_depth < COLLAPSE_RATIO),
+                           "one chunk step's own depth (the clean pace over the mean inter-token gap beyond 3 clean "
+                           f"gaps): {x.itl_chunk_depth:.3f}; every prefill ends inside a scrape here, so the depth "
+                           "while it acts lies between this and itl-depth"))
     if x.kv_second_tier is False:
         ev.append(Evidence("kv-second-tier", None, None, False,
                            f"the engine's cache config names no second KV tier ({x.kv_tier_basis}): a running "

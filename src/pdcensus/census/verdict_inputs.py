@@ -56,6 +56,8 @@ class VerdictInputs:
     itl_depth: float = float("nan")
     itl_tokens: tuple[int, int] = (0, 0)
     itl_basis: str = "step spans with prefill / without"
+    # where every prefill ends inside a scrape: one chunk step's own depth, the bracket's other end
+    itl_chunk_depth: float = float("nan")
     # the engine's own cache config on a second KV tier (pdcensus.census.kv_tier): False rules KV eviction out
     kv_second_tier: bool | None = None
     kv_tier_basis: str = ""
