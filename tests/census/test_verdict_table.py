@@ -154,6 +154,23 @@ def test_an_unfound_material_loss_estimate_caps_the_headline():
     assert any("eviction's estimated loss" in s and "is material" in s for s in v.settle)
 
 
+def test_a_stalls_own_re_prefill_does_not_cap_it_as_unfound_sharing():
+    # the live vLLM preemption run's shape: chunk steps no longer than decode-only ones, 12.6 % of decoders'
+    # time in chunk steps, 89 % of the prefill re-prefill after preemptions
+    stall = dict(ledger_depth=reps(0.97), lag0_effect=reps(0.91), sharing=reps(0.126, 0.01), bursts=27,
+                 burst_aligned=True, preemption=reps(0.42, 0.03))
+    alone = decide(base(**stall))
+    assert alone.mechanism is Mechanism.PREEMPTION_STALL and alone.confidence <= UNCONFIRMED_CAP
+    assert any("step-time-sharing's estimated loss" in s for s in alone.settle)
+    netted = decide(base(**stall, reprefill_share=0.885))
+    assert netted.mechanism is Mechanism.PREEMPTION_STALL and netted.confidence >= 0.7
+    row = next(e for e in netted.evidence if e.rule == "reprefill-share")
+    assert row.value == 0.885 and "1.4 % is not the stall's own re-prefill" in row.text
+    # new prompts' prefill beside the stall is still a second mechanism the headline may miss
+    mostly_new = decide(base(**stall, reprefill_share=0.3))
+    assert mostly_new.confidence <= UNCONFIRMED_CAP
+
+
 def test_an_unfound_mechanism_costlier_than_a_minor_headline_caps_it():
     v = decide(base(ledger_depth=reps(0.3), lag0_effect=reps(0.5), sharing=reps(0.012, 0.001),
                     residency=reps(0.03, 0.01)))

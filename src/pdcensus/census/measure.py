@@ -205,6 +205,7 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         ledger_depth=ledger_depth, dose_stall=m.dose.stall_seconds_per_token, dose_depth=m.dose.depth_at_top,
         depth_from_steps=steps_spans is not None and ledger_depth is not None, itl_depth=felt, itl_tokens=felt_tokens,
         itl_basis=felt_basis, itl_chunk_depth=felt_chunk,
+        reprefill_share=s.prefill_progress.reprefill_share if s.prefill_progress is not None else 0.0,
         busy_share=_share(busy if steps_spans is None else steps_spans & valid, wdec), tail_share=_share(tail, wdec), burst_share=_share(burst & valid, wdec),
         preemption_depth=pre.decode_dip if pre.decode_dip < 1.0 else float("nan"),
         itl_busy_ratio=_itl_ratio(itl, assignment.busy, assignment.idle), itl_tail_ratio=_itl_ratio(itl, hist.tail, hist.clean),

@@ -197,6 +197,28 @@ def _evidence(x: VerdictInputs, tests: list[SignatureTest | None]) -> list[Evide
     return ev
 
 
+def _net_of_reprefill(x: VerdictInputs, found: list[Found], ev: list[Evidence]) -> np.ndarray:
+    """Sharing's estimated loss less its re-prefill part where a material preemption stall is found.
+
+    A preempted sequence re-prefills from token 0, in chunk steps that the decoders beside it
+    ride: that chunk time is the stall's cause at work, and it goes when the stall's fix (more KV,
+    fewer sequences) lands. Only the rest is a second mechanism the headline could miss. On the
+    live vLLM preemption runs (bench/vllm_live.py) 76-89 % of the reconstructed prefill was
+    re-prefill and no new prompt was long.
+    """
+    loss = _sharing_loss(x)
+    stall = next((f for f in found if f.mechanism is Mechanism.PREEMPTION_STALL), None)
+    if stall is None or stall.severity is not Severity.MATERIAL or not 0.0 < x.reprefill_share <= 1.0:
+        return loss
+    net = loss * (1.0 - x.reprefill_share)
+    if np.isfinite(loss[0]):
+        ev.append(Evidence("reprefill-share", round(float(x.reprefill_share), 3), None, True,
+                           f"{100 * x.reprefill_share:.0f} % of the prefill is re-prefill after preemptions "
+                           f"(estimated from the preemption counter): of step-time-sharing's {100 * float(loss[0]):.1f} "
+                           f"% of decoders' time, {100 * float(net[0]):.1f} % is not the stall's own re-prefill"))
+    return net
+
+
 def decide(x: VerdictInputs) -> Verdict:
     """The verdict: found mechanisms with their cost, the headline, confidence, what would settle it."""
     ev, settle, contrast_only = preconditions(x)
@@ -258,7 +280,7 @@ def decide(x: VerdictInputs) -> Verdict:
         confidence = min(f.confidence for f in found if f.severity is Severity.MATERIAL)
     else:
         confidence = next(f.confidence for f in found if f.mechanism is point)
-    estimates = {Mechanism.STEP_TIME_SHARING: _sharing_loss(x), Mechanism.EVICTION: x.eviction_loss()}
+    estimates = {Mechanism.STEP_TIME_SHARING: _net_of_reprefill(x, found, ev), Mechanism.EVICTION: x.eviction_loss()}
     if x.kv_second_tier is False:
         estimates.pop(Mechanism.EVICTION)  # ruled out by the engine's cache config, not unfound
     confidence, found, more = apply_caps(x, point, found, confidence, estimates)

@@ -61,6 +61,9 @@ class VerdictInputs:
     # the engine's own cache config on a second KV tier (pdcensus.census.kv_tier): False rules KV eviction out
     kv_second_tier: bool | None = None
     kv_tier_basis: str = ""
+    # vLLM V1: the share of reconstructed prefill that is re-prefill after preemptions
+    # (pdcensus.census.prefill_progress): chunk time that the stall's cause puts there
+    reprefill_share: float = 0.0
     dose_stall: np.ndarray | None = None  # seconds of decode stall per prefill token
     dose_depth: np.ndarray | None = None  # fitted per-stream ratio at the busy intervals' prefill level
     # how often each acts: share of decoders' time in busy scrapes, in the tail, in bursts
