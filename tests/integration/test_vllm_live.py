@@ -126,7 +126,7 @@ def test_the_sharing_verdict_is_sure_and_as_deep_as_the_clients_felt(sharing: Vl
     if chunk is None:  # prefill ran across scrapes: the depth itself
         assert clients / 2 <= depth <= clients * 2, (depth, clients)
     else:  # every 1,000-token prefill ended inside a scrape: the census brackets the depth, and says so
-        assert 0.0 < chunk < depth and chunk / 2 <= clients <= depth * 2, (chunk, depth, clients)
+        assert 0.0 < chunk <= depth and chunk / 2 <= clients <= depth * 2, (chunk, depth, clients)
 
 
 def test_the_clients_stalled_when_the_kv_cache_ran_out(preemption: VllmRun) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from pdcensus.series.vllm_steps import CountedSteps, counted_ledger, itl_depth, step_spans
+from pdcensus.series.vllm_steps import CountedSteps, counted_ledger, itl_depth, prompt_window_depth, step_spans
 
 NAN = float("nan")
 
@@ -45,3 +45,25 @@ def test_itl_depth_is_pace_in_chunk_spans_over_pace_without() -> None:
     assert (c_in, c_out) == (3, 120)
     assert np.isclose(ratio, (3 / 6.0) / (120 / 6.0))
     assert np.isclose(lost, (6.0 - 3 * 0.05) / 12.0)
+
+
+def test_the_pace_over_the_prompts_waits_puts_the_spans_excess_inside_them() -> None:
+    # three decoders; two 1 s intervals carry a short prefill each, two are clean at 20 ms a token. In the
+    # marked ones decoders waited 3 s for 100 tokens (2 s at the clean pace, 1 s beyond it), while the
+    # prompts' own waits were 0.25 s each: the excess falls inside those, so decoders' pace there is
+    # 1 - (1 - span) x wall / waits, far deeper than the span's
+    cs = CountedSteps(np.array([NAN, 50, 40, 50, 40.0]), np.array([False, True, True, True, True]),
+                      np.arange(5), np.array([NAN, 3, 1.5, 3, 1.5]), np.array([NAN, 150, 50, 150, 50.0]),
+                      np.array([NAN, 0, 0.25, 0, 0.25]))
+    chunk = np.array([False, False, True, False, True])
+    span, _, _, _ = itl_depth(cs, chunk)
+    assert abs(span - (50 / 1.5) / (150 / 3)) < 1e-12
+    depth, waits, wall = prompt_window_depth(cs, chunk, np.array([NAN, 1, 1, 1, 1.0]), np.zeros(5, bool), span)
+    assert (waits, wall) == (0.5, 2.0)
+    assert abs(depth - (1 - (1 - span) * 2.0 / 0.5)) < 1e-12 and depth < span
+    # waits that fill the spans (prefill across them): the span's own pace
+    full = CountedSteps(cs.steps, cs.busy, cs.span, cs.itl_seconds, cs.itl_tokens, np.array([NAN, 0, 1.2, 0, 1.0]))
+    assert prompt_window_depth(full, chunk, np.array([NAN, 1, 1, 1, 1.0]), np.zeros(5, bool), span)[0] == span
+    # no TTFT sum: nothing to read
+    assert np.isnan(prompt_window_depth(_steps([NAN, 1], [False, True]), chunk[:2], np.ones(2), np.zeros(2, bool),
+                                        span)[0])

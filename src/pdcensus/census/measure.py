@@ -26,7 +26,7 @@ from pdcensus.census.signals import Histogram, ShapeSignals
 from pdcensus.census.ttft import summed_quantile
 from pdcensus.census.verdict_inputs import VerdictInputs
 from pdcensus.series.profiles import Signal
-from pdcensus.series.vllm_steps import CountedSteps, chunk_step_depth, itl_depth, span_mask
+from pdcensus.series.vllm_steps import CountedSteps, chunk_step_depth, itl_depth, prompt_window_depth, span_mask
 
 # A burst lines up with a stall when decode at the burst is this far below its bucket's
 # baseline, or prefill (the re-prefill from token 0) this far above its mean.
@@ -190,6 +190,12 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
                 felt_basis += (f"; prefill ends inside a scrape here, so a span mixes its chunk step with decode-only "
                                f"steps: one chunk step itself holds decoders to {bound:.3f} of the clean pace (the "
                                "mean gap beyond 3 clean gaps), and the depth while it acts lies between the two")
+                # the spans' excess wait falls inside the prompts' own waits: read the pace over those
+                waited, waits, wall = prompt_window_depth(s.counted_steps, steps_spans, dt, stalled, felt)
+                if np.isfinite(waited) and waited < felt:
+                    span_felt, felt = felt, max(waited, bound)
+                    felt_basis += (f"; over the prompts' waits for a first token ({waits:.1f} s of TTFT in "
+                                   f"{wall:.1f} s of those spans, whose pace is {span_felt:.3f}) it is {felt:.3f}")
     return VerdictInputs(
         shape_proven=m.proven, shape_reason=m.shape_reason, samples=int(valid.sum()), idle_samples=int(idle.sum()),
         busy_samples=int(busy.sum()), has_ledger=excess is not None, ledger_chunk_steps=chunk_steps_beside,

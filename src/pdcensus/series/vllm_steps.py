@@ -38,6 +38,7 @@ from pdcensus.series.profiles import LedgerTerm
 STEP_COUNT = "vllm:iteration_tokens_total_count"
 ITL_SUM = "vllm:inter_token_latency_seconds_sum"
 ITL_COUNT = "vllm:inter_token_latency_seconds_count"
+TTFT_SUM = "vllm:time_to_first_token_seconds_sum"
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,7 @@ class CountedSteps:
     span: np.ndarray  # index of the interval that ends this one's step (itself unless a long step)
     itl_seconds: np.ndarray | None  # decoders' summed inter-token time ended in the interval
     itl_tokens: np.ndarray | None  # tokens those gaps ended in
+    ttft_seconds: np.ndarray | None = None  # the prompts' summed waits for their first token, ended in the interval
 
 
 def _increase(endpoint: Endpoint, rows: np.ndarray, name: str) -> np.ndarray | None:
@@ -65,7 +67,7 @@ def counted_steps(endpoint: Endpoint, rows: np.ndarray, running: np.ndarray | No
     prev = np.concatenate([[0.0], run[:-1]])
     busy = (run > 0) & (prev > 0) & np.isfinite(steps)
     return CountedSteps(steps, busy, step_spans(steps, busy), _increase(endpoint, rows, ITL_SUM),
-                        _increase(endpoint, rows, ITL_COUNT))
+                        _increase(endpoint, rows, ITL_COUNT), _increase(endpoint, rows, TTFT_SUM))
 
 
 def step_spans(steps: np.ndarray, busy: np.ndarray) -> np.ndarray:
@@ -139,6 +141,28 @@ def itl_depth(cs: CountedSteps, chunk: np.ndarray,
     clean = s_out / c_out  # seconds per token without prefill
     lost = max(s_in - c_in * clean, 0.0) / (s_in + s_out)
     return (c_in / s_in) / (c_out / s_out), lost, int(c_in), int(c_out)
+
+
+def prompt_window_depth(cs: CountedSteps, chunk: np.ndarray, interval_seconds: np.ndarray, exclude: np.ndarray,
+                        span_depth: float) -> tuple[float, float, float]:
+    """Decoders' pace while the prompts waited for their first token, over the clean pace.
+
+    ``span_depth`` is the pace in the marked spans (:func:`itl_depth`): a decoder there waited
+    ``W x (1 - span_depth)`` seconds beyond the clean pace, ``W`` the spans' wall seconds. That
+    excess falls inside the prompts' own waits (their chunk steps run between arrival and first
+    token), whose total is the TTFT sum ended in the spans, ``T``. So over the waits the pace is
+    ``1 - (1 - span_depth) x W / min(T, W)``: the span's depth where the waits fill the spans,
+    deeper where they are short inside them. Returns ``(depth, T, W)``; NaN without the TTFT sum.
+    """
+    if cs.ttft_seconds is None or not np.isfinite(span_depth):
+        return float("nan"), float("nan"), float("nan")
+    dt = np.asarray(interval_seconds, dtype=np.float64)
+    ok = cs.busy & np.isfinite(dt) & np.isfinite(cs.ttft_seconds) & ~np.asarray(exclude, dtype=bool)
+    marked = span_mask(cs, chunk) & ok
+    wall, waits = float(dt[marked].sum()), float(cs.ttft_seconds[marked].sum())
+    if wall <= 0 or waits <= 0:
+        return float("nan"), waits, wall
+    return 1.0 - (1.0 - span_depth) * wall / min(waits, wall), waits, wall
 
 
 def observations_above(bounds: np.ndarray, counts: np.ndarray, x: float) -> float:
