@@ -48,6 +48,14 @@ SCENARIOS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
                    {"decoders": 10, "decoder_prompt_tokens": 200, "max_tokens": 900, "phases": ()}),
     "prefix": (BASE_ARGS, {"shared_prefix_tokens": 2500, "sessions": 4, "turn_tokens": 128}),
     "none": (BASE_ARGS, {"prompt_tokens": 32}),
+    # held out: shapes no threshold was read from (more decoders, spaced mid-size prompts that decode on,
+    # a smaller budget and cache beside a higher batch cap)
+    "holdout-sharing": (BASE_ARGS + ("--max-num-seqs", "16"),
+                        {"decoders": 5, "decoder_prompt_tokens": 64, "max_tokens": 400, "prompt_tokens": 1500,
+                         "prompt_max_tokens": 16, "prompt_gap_seconds": 1.5, "seed": 11}),
+    "holdout-preemption": (("--num-gpu-blocks-override", "20", "--max-model-len", "2048",
+                            "--max-num-batched-tokens", "1024"),
+                           {"decoders": 8, "decoder_prompt_tokens": 400, "max_tokens": 700, "phases": (), "seed": 12}),
 }
 
 

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import Any
 
 # the cause each run was built from (bench/vllm_live.py), the headline a right census gives
-CAUSE = {"preemption": "preemption-stall", "blocks": "preemption-stall", "seqs": "preemption-stall", "none": "none"}
+CAUSE = {"preemption": "preemption-stall", "blocks": "preemption-stall", "seqs": "preemption-stall", "none": "none",
+         "holdout-preemption": "preemption-stall"}
 
 
 def cause_of(name: str, preemptions: float) -> str:

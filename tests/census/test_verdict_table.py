@@ -171,6 +171,18 @@ def test_a_stalls_own_re_prefill_does_not_cap_it_as_unfound_sharing():
     assert mostly_new.confidence <= UNCONFIRMED_CAP
 
 
+def test_found_sharing_that_is_mostly_the_stalls_re_prefill_does_not_make_it_mixed():
+    # the live seqs-4 run's shape: re-prefill chunk steps 0.78 of a decode-only step, 12.4 % of decoders'
+    # time in them beside an 11 % stall, 76 % of the prefill re-prefill
+    shape = dict(ledger_depth=reps(0.78, 0.03), lag0_effect=reps(1.01), sharing=reps(0.124, 0.01), bursts=14,
+                 burst_aligned=True, preemption=reps(0.111, 0.01))
+    assert decide(base(**shape)).mechanism is Mechanism.MIXED
+    v = decide(base(**shape, reprefill_share=0.76))
+    assert v.mechanism is Mechanism.PREEMPTION_STALL
+    sharing = next(f for f in v.found if f.mechanism is Mechanism.STEP_TIME_SHARING)
+    assert sharing.severity is Severity.MINOR and abs(sharing.loss_share - 0.124 * 0.24) < 1e-9
+
+
 def test_an_unfound_mechanism_costlier_than_a_minor_headline_caps_it():
     v = decide(base(ledger_depth=reps(0.3), lag0_effect=reps(0.5), sharing=reps(0.012, 0.001),
                     residency=reps(0.03, 0.01)))

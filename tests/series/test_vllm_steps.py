@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from pdcensus.series.vllm_steps import CountedSteps, counted_ledger, itl_depth, prompt_window_depth, step_spans
+from pdcensus.series.vllm_steps import (
+    CountedSteps,
+    counted_ledger,
+    in_flight_before,
+    itl_depth,
+    prompt_window_depth,
+    step_spans,
+)
 
 NAN = float("nan")
 
@@ -67,3 +74,20 @@ def test_the_pace_over_the_prompts_waits_puts_the_spans_excess_inside_them() -> 
     # no TTFT sum: nothing to read
     assert np.isnan(prompt_window_depth(_steps([NAN, 1], [False, True]), chunk[:2], np.ones(2), np.zeros(2, bool),
                                         span)[0])
+
+
+def test_a_scrape_that_cuts_a_chunk_step_holds_its_beginning() -> None:
+    # 20 ms decode-only steps; interval 12 ends 18 steps (0.36 s) and then waits 0.64 s on a step that
+    # interval 13 ends with the prompt counted: interval 12 holds the chunk step's first part
+    n = 16
+    steps = np.full(n, 50.0)
+    steps[0], steps[12], steps[13] = NAN, 18, 23
+    cs = CountedSteps(steps, np.r_[False, np.ones(n - 1, bool)], step_spans(steps, np.r_[False, np.ones(n - 1, bool)]),
+                      None, None)
+    chunk = np.zeros(n, bool)
+    chunk[13] = True
+    cut = in_flight_before(cs, np.r_[NAN, np.ones(n - 1)], chunk)
+    assert list(np.flatnonzero(cut)) == [12]
+    # a few steps of jitter before a prompt's interval is no chunk in flight
+    steps[12] = 46
+    assert not in_flight_before(cs, np.r_[NAN, np.ones(n - 1)], chunk).any()

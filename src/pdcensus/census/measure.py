@@ -173,6 +173,7 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         felt, _, c_in, c_out = itl_depth(s.counted_steps, s.chunk_intervals, stalled)
         felt_tokens = (c_in, c_out)
         across = _across_scrapes(s.counted_steps, s.chunk_intervals, s.prefill_across)
+        marked, left_out = s.chunk_intervals, stalled
         if across.any():
             # prefill that runs across scrapes, beside decoders: its spans alone, with the spans of prefills
             # that began and ended inside one scrape left out of both sides (a decoder's own short re-prompt
@@ -181,21 +182,12 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
             f2, _, a_in, a_out = itl_depth(s.counted_steps, across, stalled | within)
             if np.isfinite(f2) and a_in >= MIN_FELT_TOKENS:
                 felt, felt_tokens, felt_basis = f2, (a_in, a_out), ITL_ACROSS
+                marked, left_out = across, stalled | within
         itl = s.histograms.get(Signal.ITL)
-        if felt_basis == ITL_ALL and itl is not None and np.isfinite(felt):
-            bound = chunk_step_depth(s.counted_steps, steps_spans & ~stalled, ~steps_spans & ~stalled,
-                                     itl.upper_bounds, itl.increases)
-            if np.isfinite(bound) and bound < felt:
-                felt_chunk = bound
-                felt_basis += (f"; prefill ends inside a scrape here, so a span mixes its chunk step with decode-only "
-                               f"steps: one chunk step itself holds decoders to {bound:.3f} of the clean pace (the "
-                               "mean gap beyond 3 clean gaps), and the depth while it acts lies between the two")
-                # the spans' excess wait falls inside the prompts' own waits: read the pace over those
-                waited, waits, wall = prompt_window_depth(s.counted_steps, steps_spans, dt, stalled, felt)
-                if np.isfinite(waited) and waited < felt:
-                    span_felt, felt = felt, max(waited, bound)
-                    felt_basis += (f"; over the prompts' waits for a first token ({waits:.1f} s of TTFT in "
-                                   f"{wall:.1f} s of those spans, whose pace is {span_felt:.3f}) it is {felt:.3f}")
+        if itl is not None and np.isfinite(felt):
+            felt, felt_chunk, more = _felt_in_waits(s.counted_steps, marked, left_out, ~steps_spans & ~stalled, dt,
+                                                    itl.upper_bounds, itl.increases, felt, felt_basis == ITL_ALL)
+            felt_basis += more
     return VerdictInputs(
         shape_proven=m.proven, shape_reason=m.shape_reason, samples=int(valid.sum()), idle_samples=int(idle.sum()),
         busy_samples=int(busy.sum()), has_ledger=excess is not None, ledger_chunk_steps=chunk_steps_beside,
@@ -222,6 +214,34 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         contrast_note=contrast_note(m.guards if rates else None, lag0),
         withheld=m.withheld, limits=m.limits,
     )
+
+
+def _felt_in_waits(cs: CountedSteps, chunk: np.ndarray, left_out: np.ndarray, clean: np.ndarray, dt: np.ndarray,
+                   upper_bounds: np.ndarray, increases: np.ndarray, span_felt: float,
+                   inside: bool) -> tuple[float, float, str]:
+    """The depth over the prompts' own waits, bracketed by one chunk step's: ``(depth, chunk_depth, basis note)``.
+
+    A span also holds the decode-only steps before and after its prefill (all of them where the prefill ends
+    inside a scrape; the edges where it runs across): those dilute the span's pace. The spans' excess wait
+    falls inside the prompts' waits for a first token (vLLM's TTFT sum), so the pace over those waits is
+    the depth while it acts (:func:`pdcensus.series.vllm_steps.prompt_window_depth`), never below one chunk
+    step's own (:func:`pdcensus.series.vllm_steps.chunk_step_depth`). Unchanged where neither is readable.
+    """
+    marked = span_mask(cs, chunk) & ~left_out
+    bound = chunk_step_depth(cs, marked, clean, upper_bounds, increases)
+    if not np.isfinite(bound) or bound >= span_felt:
+        return span_felt, float("nan"), ""
+    note = (f"; prefill ends inside a scrape here, so a span mixes its chunk step with decode-only steps: one chunk "
+            f"step itself holds decoders to {bound:.3f} of the clean pace (the mean gap beyond 3 clean gaps), and the "
+            "depth while it acts lies between the two") if inside else ""
+    waited, waits, wall = prompt_window_depth(cs, chunk, dt, left_out, span_felt)
+    if not np.isfinite(waited) or waited >= span_felt:
+        return span_felt, bound if inside else float("nan"), note
+    felt = max(waited, bound)
+    note += (f"; over the prompts' waits for a first token ({waits:.1f} s of TTFT in {wall:.1f} s of those spans, "
+             f"whose pace is {span_felt:.3f}) it is {felt:.3f}"
+             + (f", one chunk step's own depth (the waits' reading, {waited:.3f}, is below it)" if waited < bound else ""))
+    return felt, bound, note
 
 
 def _across_scrapes(cs: CountedSteps, chunk: np.ndarray, admitted: np.ndarray | None) -> np.ndarray:

@@ -51,7 +51,7 @@ from pdcensus.series.profiles import (
     Profile,
     Signal,
 )
-from pdcensus.series.vllm_steps import CountedSteps, counted_ledger, counted_steps
+from pdcensus.series.vllm_steps import CountedSteps, counted_ledger, counted_steps, in_flight_before
 
 # as pdcensus.census.ledger.MIN_REFERENCE_INTERVALS (which imports this module): fewer decode-only intervals
 # than this give no undisturbed step, and a counted ledger without one would charge all chunk time to sharing
@@ -246,6 +246,7 @@ def _vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np
         chunk = chunk | across
     if prefill is not None:
         chunk = chunk | (np.nan_to_num(prefill) > 0)
+    chunk = chunk | in_flight_before(steps, dt, chunk)  # a chunk step's beginning, cut by the scrape
     ledger = counted_ledger(steps, dt, chunk)
     if int((np.nan_to_num(ledger["decode_steps"]) > 0).sum()) < MIN_REFERENCE_INTERVALS:
         return None, None, None  # prefill in (nearly) every busy interval: too few decode-only steps to time

@@ -177,8 +177,8 @@ def _evidence(x: VerdictInputs, tests: list[SignatureTest | None]) -> list[Evide
         ev.append(Evidence("itl-chunk-depth", float(x.itl_chunk_depth), COLLAPSE_RATIO,
                            bool(x.itl_chunk_depth < COLLAPSE_RATIO),
                            "one chunk step's own depth (the clean pace over the mean inter-token gap beyond 3 clean "
-                           f"gaps): {x.itl_chunk_depth:.3f}; every prefill ends inside a scrape here, so the depth "
-                           "while it acts lies between this and itl-depth"))
+                           f"gaps): {x.itl_chunk_depth:.3f}; the step spans also hold decode-only steps beside the "
+                           "prefill, so the depth while it acts lies between this and itl-depth"))
     if x.kv_second_tier is False:
         ev.append(Evidence("kv-second-tier", None, None, False,
                            f"the engine's cache config names no second KV tier ({x.kv_tier_basis}): a running "
@@ -243,6 +243,12 @@ def decide(x: VerdictInputs) -> Verdict:
         settle.append(f"eviction's signature is in the data ({d.test.text}), but the engine's cache config rules KV "
                       f"eviction out ({x.kv_tier_basis}): the slower decode-only steps after prefill have another "
                       "cause here (longer contexts after re-admission, a busier host); not counted as found")
+    stall = detections.get(Mechanism.PREEMPTION_STALL)
+    shared = detections.get(Mechanism.STEP_TIME_SHARING)
+    if stall is not None and shared is not None and 0.0 < x.reprefill_share <= 1.0 \
+            and severity(float(stall.loss[0])) is Severity.MATERIAL:
+        # the chunk steps are mostly the stall's own re-prefill: that part of the time is the stall's cost
+        detections[Mechanism.STEP_TIME_SHARING] = replace(shared, loss=shared.loss * (1.0 - x.reprefill_share))
     ev += _evidence(x, tests)
     factor, notes = quality(x)
     settle += notes

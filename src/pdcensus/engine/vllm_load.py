@@ -7,7 +7,8 @@ llama.cpp load's), so :mod:`.truth` measures both engines the same way:
 - ``decoders`` streams, each sending one request after another: its own ``decoder_prompt_tokens``
   ids (random, seeded by the stream) and ``max_tokens`` tokens with ``ignore_eos``;
 - one prompt session, sending one prompt at a time while a phase is open, ``prompt_max_tokens``
-  tokens each (1: its first token ends its prompt processing). Prompts are distinct from their
+  tokens each (1: its first token ends its prompt processing), pausing ``prompt_gap_seconds``
+  after each answer. Prompts are distinct from their
   first id (no prefix-cache hit) unless ``shared_prefix_tokens`` is set: then prompt ``i`` is
   that shared prefix, then session ``i % sessions``'s history up to turn ``i // sessions`` (each
   turn ``turn_tokens`` more ids), a multi-turn chat re-sending everything it said before.
@@ -48,6 +49,7 @@ class VllmPlan:
     sessions: int = 0
     turn_tokens: int = 0
     seed: int = 0
+    prompt_gap_seconds: float = 0.0  # the prompt session's pause after each prompt's answer
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -102,6 +104,8 @@ async def _prompter(client: httpx.AsyncClient, url: str, plan: VllmPlan, t0: flo
             index += 1
             if record.error:
                 await asyncio.sleep(0.2)
+            elif plan.prompt_gap_seconds > 0:
+                await asyncio.sleep(min(plan.prompt_gap_seconds, max(0.0, t0 + end - time.time())))
 
 
 async def run_vllm_load(url: str, plan: VllmPlan) -> tuple[float, list[RequestRecord]]:

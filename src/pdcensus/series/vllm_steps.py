@@ -88,6 +88,36 @@ def step_spans(steps: np.ndarray, busy: np.ndarray) -> np.ndarray:
     return span
 
 
+IN_FLIGHT_STEPS = 3.0  # an interval's wall beyond its steps at the clean pace, in clean steps, that is a step in flight
+IN_FLIGHT_SHARE = 0.1  # ... and in shares of the interval (host jitter beside short prompts stays under it)
+
+
+def in_flight_before(cs: CountedSteps, interval_seconds: np.ndarray, chunk: np.ndarray) -> np.ndarray:
+    """Busy intervals whose end cut a long step that the next, prefill-carrying span ends.
+
+    vLLM publishes a step's stats when the step is done, so the scrape in which a chunk step
+    begins shows only the decode-only steps before it: its wall exceeds those steps at the clean
+    pace by the chunk's first part. Where that excess is over ``IN_FLIGHT_STEPS`` clean steps (a
+    decode-only step in flight is at most one) and a tenth of the interval (the host's jitter beside
+    a short prompt's arrival stays under it), and the next interval's span carried prefill, the
+    interval holds the chunk's beginning. The clean pace is the mean step of the busy intervals
+    in no prefill-carrying span and not so cut; without ten of them nothing is marked.
+    """
+    dt = np.asarray(interval_seconds, dtype=np.float64)
+    steps = np.nan_to_num(cs.steps)
+    marked = span_mask(cs, chunk)
+    n = steps.size
+    nxt = np.zeros(n, dtype=bool)
+    nxt[:-1] = marked[1:] & cs.busy[1:]
+    clean = cs.busy & ~marked & ~nxt & np.isfinite(dt) & (steps > 0)
+    if int(clean.sum()) < 10:
+        return np.zeros(n, dtype=bool)
+    pace = float(dt[clean].sum()) / float(steps[clean].sum())
+    excess = np.where(np.isfinite(dt), dt, 0.0) - steps * pace
+    out: np.ndarray = cs.busy & ~marked & nxt & (excess > np.maximum(IN_FLIGHT_STEPS * pace, IN_FLIGHT_SHARE * dt))
+    return out
+
+
 def span_mask(cs: CountedSteps, mask: np.ndarray) -> np.ndarray:
     """A per-interval mark spread over each span: an interval is marked if any of its span is."""
     marked = np.asarray(mask, dtype=bool) & cs.busy
