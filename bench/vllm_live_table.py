@@ -8,7 +8,9 @@ so the table can be rebuilt after the census changes without rerunning vLLM::
     .venv/bin/python bench/vllm_live_table.py /tmp/vllm-live/*/
 
 Columns: clients' depth (per-stream decode while a long prompt was pending / otherwise), the
-decoders' time lost to it, the share of decoding time in gaps over 2 s; the census's verdict and
+decoders' time lost to it, the share of decoding time in gaps over 2 s, and in all gaps beyond 3x
+the clients' clean gap (each gap's excess over it: every cause's slow time, stalls shorter than
+2 s included); the census's verdict and
 confidence, the depth it reports (the ``itl-depth`` evidence row: vLLM's inter-token histogram
 over the spans that carried prefill) and its loss shares. Last line: calibration, the share of
 verdicts at 0.7 or more whose headline is the run's cause.
@@ -19,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import statistics
 import subprocess
 import sys
 from pathlib import Path
@@ -52,6 +55,27 @@ def _f(x: Any, fmt: str = ".3f") -> str:
     return format(x, fmt) if isinstance(x, (int, float)) and math.isfinite(x) else "-"
 
 
+def beyond_clean(folder: Path, start: float, end: float, clean_rate: float) -> float:
+    """Share of the decoders' inter-token time beyond 3x their clean gap, from the client records alone: the
+    mean gap outside prompt windows (1 / the per-stream rate there), else the median gap (a stream may
+    deliver several tokens in one read, so the median alone can be a read's spacing, not a step's)."""
+    gaps = []
+    for line in (folder / "requests.jsonl").read_text().splitlines():
+        r = json.loads(line)
+        t = r.get("token_times") or []
+        if r.get("kind") == "decode" and len(t) > 1:
+            gaps += [b - a for a, b in zip(t, t[1:]) if start < b <= end]
+    if not gaps:
+        return math.nan
+    clean = 1.0 / clean_rate if math.isfinite(clean_rate) and clean_rate > 0 else statistics.median(gaps)
+    return sum(max(0.0, g - 3 * clean) for g in gaps) / sum(gaps)
+
+
+def _rate(truth: dict[str, Any]) -> float:
+    rate = truth.get("outside", {}).get("per_stream_tokens_per_second")
+    return float(rate) if isinstance(rate, (int, float)) else math.nan
+
+
 def row(folder: Path) -> tuple[str, float, bool]:
     """The table's line, the confidence, whether the headline is the run's cause."""
     truth = json.loads((folder / "truth.json").read_text())
@@ -64,7 +88,8 @@ def row(folder: Path) -> tuple[str, float, bool]:
            and math.isfinite(felt) and math.isfinite(depth) else "-")
     right = v["mechanism"] == cause_of(folder.name, c["preemption"]["total"])
     line = (f"| {folder.name} | {flags} | {_f(depth)} | {_f(truth.get('decode_time_lost_share'))} | "
-            f"{_f(truth['stalls']['stalled_share'])} | {v['mechanism']} {v['confidence']:.2f} | {_f(felt)} ({off}) | "
+            f"{_f(truth['stalls']['stalled_share'])} | {_f(beyond_clean(folder, truth['start'], truth['end'], _rate(truth)))} | "
+            f"{v['mechanism']} {v['confidence']:.2f} | {_f(felt)} ({off}) | "
             f"{_f(losses['step_time_sharing'])} / {_f(losses['preemption_stall'])} / {_f(losses['eviction'])} |")
     return line, float(v["confidence"]), right
 
@@ -73,9 +98,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="+", type=Path)
     opts = parser.parse_args()
-    print("| run | flags | clients: depth | clients: lost | clients: stalled | census verdict, confidence | "
-          "census depth (ITL; vs clients) | census loss: sharing / preemption / eviction |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| run | flags | clients: depth | clients: lost | clients: stalled | clients: beyond 3x clean gap | "
+          "census verdict, confidence | census depth (ITL; vs clients) | census loss: sharing / preemption / eviction |")
+    print("|---|---|---|---|---|---|---|---|---|")
     sure = right = 0
     for folder in opts.folders:
         if not (folder / "truth.json").exists():
