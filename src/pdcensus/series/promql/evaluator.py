@@ -16,7 +16,11 @@ from typing import Literal
 import numpy as np
 
 from pdcensus.errors import QueryEvaluationError, UnsupportedQueryError, UsageError
-from pdcensus.series.promql import aggregation, binary, functions, histogram, label_functions
+import pdcensus.series.promql.aggregation as aggregation
+import pdcensus.series.promql.binary as binary
+import pdcensus.series.promql.functions as functions
+import pdcensus.series.promql.histogram as histogram
+import pdcensus.series.promql.label_functions as label_functions
 from pdcensus.series.promql.plan import (
     AggregateNode,
     AtKind,

@@ -18,7 +18,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from pdcensus.series.promql import counters
+import pdcensus.series.promql.counters as counters
 from pdcensus.series.promql.aggregation import kahan_sum_inc, quantile
 
 
