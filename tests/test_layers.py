@@ -6,7 +6,8 @@ import is still two modules that cannot change alone.
 
 The layers, lowest first (a module may import its own layer and the layers below it):
 
-* ``errors``, ``extras``: the exception tree and the optional-extra check;
+* ``errors``, ``extras``, ``mechanism``: the exception tree, the optional-extra check, and the
+  mechanisms' vocabulary the census and the simulator's truth share;
 * ``engines``: the engines wing, one record per engine (profiles named, counting rules, knob
   catalogue, flag spellings), read by every layer above and by the simulator;
 * ``series.model``: the recording data model every reader fills;
@@ -32,7 +33,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src"
 LAYERS: list[tuple[str, ...]] = [
-    ("pdcensus", "pdcensus.errors", "pdcensus.extras"),
+    ("pdcensus", "pdcensus.errors", "pdcensus.extras", "pdcensus.mechanism"),
     ("pdcensus.engines",),
     ("pdcensus.series.model",),
     ("pdcensus.sources",),

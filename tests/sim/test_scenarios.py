@@ -9,7 +9,8 @@ import pytest
 
 from pdcensus.sim import list_scenarios, randomize, simulate
 from pdcensus.sim.run import SimResult
-from pdcensus.sim.truth import ALLOWED_SHARE_OF_DECODE, DOMINANT_SHARE_OF_DECODE, DOMINANT_SHARE_OF_LOSS
+from pdcensus.mechanism import DOMINANT_SHARE, MATERIAL_SHARE
+from pdcensus.sim.truth import ALLOWED_SHARE_OF_DECODE
 
 DURATION = 2400.0
 # scenario -> (headline, the material mechanisms); minor ones may be found beside them
@@ -48,16 +49,16 @@ def test_each_scenarios_truth_is_the_intended_one_with_margin(name: str) -> None
     assert all(f["severity"] == ("material" if f["mechanism"] in dominant else "minor") for f in truth["found"])
     share, of_lost = truth["loss_share"], truth["loss_share_of_lost"]
     for cause in dominant:  # far above both thresholds
-        assert share[cause] >= 2 * DOMINANT_SHARE_OF_DECODE
-        assert of_lost[cause] >= 1.5 * DOMINANT_SHARE_OF_LOSS
+        assert share[cause] >= 2 * MATERIAL_SHARE
+        assert of_lost[cause] >= 1.5 * DOMINANT_SHARE
     for cause, value in share.items():  # the others clearly fail one threshold
         if cause not in dominant and mechanism != "inconclusive":
-            assert value <= 0.8 * DOMINANT_SHARE_OF_DECODE or of_lost[cause] <= 0.9 * DOMINANT_SHARE_OF_LOSS
+            assert value <= 0.8 * MATERIAL_SHARE or of_lost[cause] <= 0.9 * DOMINANT_SHARE
 
 
 def test_healthy_sharing_is_found_minor_far_below_the_material_line() -> None:
     truth = run("healthy").truth
-    assert truth["loss_share"]["step-time-sharing"] <= DOMINANT_SHARE_OF_DECODE / 2.5
+    assert truth["loss_share"]["step-time-sharing"] <= MATERIAL_SHARE / 2.5
     assert truth["loss_share"]["step-time-sharing"] >= ALLOWED_SHARE_OF_DECODE
     (found,) = truth["found"]
     assert found["mechanism"] == "step-time-sharing" and found["severity"] == "minor" and found["depth"] < 0.85

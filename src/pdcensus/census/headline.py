@@ -17,9 +17,8 @@ import math
 
 from pdcensus.census.model import Found, Mechanism, Severity, Signature, Verdict
 from pdcensus.census.verdict_inputs import VerdictInputs
+from pdcensus.mechanism import DOMINANT_SHARE, MATERIAL_SHARE
 
-MATERIAL_SHARE = 0.05  # "5 % of decoders' time": material, else minor
-DOMINANT_SHARE = 0.25  # "25 % of all lost time": two material mechanisms at this share make it mixed
 MECHANISMS = (Mechanism.STEP_TIME_SHARING, Mechanism.EVICTION, Mechanism.PREEMPTION_STALL)
 
 

@@ -2,8 +2,10 @@
 
 Every estimate is a ratio of decoder-time weighted sums, computed for the window (row 0)
 and every moving-block bootstrap replicate at once as matrix products (see
-:mod:`pdcensus.census.bootstrap`). The verdict (:mod:`pdcensus.census.verdict`) only
-compares these with its thresholds; nothing here decides.
+:mod:`pdcensus.census.bootstrap`). The verdict (:mod:`pdcensus.census.verdict`) holds these
+against its thresholds; what is decided here is which estimate a figure is read from (the
+step-span basis of the inter-token depth, the scrapes an interval's prefill is spread over),
+each named in the basis the evidence prints.
 """
 
 from __future__ import annotations

@@ -11,17 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from pdcensus.census.domains import Domain, domain
-
-
-class Mechanism(str, Enum):
-    """What the verdict names (the runbook's mechanisms plus the two non-answers)."""
-
-    STEP_TIME_SHARING = "step-time-sharing"
-    EVICTION = "eviction"
-    PREEMPTION_STALL = "preemption-stall"
-    MIXED = "mixed"
-    NONE = "none"
-    INCONCLUSIVE = "inconclusive"
+from pdcensus.mechanism import Mechanism
 
 
 @dataclass(frozen=True)

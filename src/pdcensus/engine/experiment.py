@@ -37,6 +37,7 @@ from pdcensus.engine.locate import Engine, locate_engine
 from pdcensus.engine.streams import LoadPlan, RequestRecord, records_to_jsonl, run_load, sized_prompts
 from pdcensus.engine.truth import Truth, measure_truth
 from pdcensus.errors import SourceUnreachableError
+from pdcensus.series.durations import parse_api_duration_seconds
 from pdcensus.sources.prometheus_local import LocalPrometheus
 
 JOB = "llamacpp"
@@ -114,7 +115,7 @@ def run_experiment(out: Path, plan: LoadPlan, *, server_args: Sequence[str] = DE
             _wait_first_scrape(prom.url)
             t0, records = asyncio.run(run_load(server.url, plan, prompts))
             start, end = window_start(records, t0), t0 + plan.duration_seconds
-            time.sleep(max(0.0, end + 2.5 * _seconds(scrape_interval) - time.time()))
+            time.sleep(max(0.0, end + 2.5 * parse_api_duration_seconds(scrape_interval.strip()) - time.time()))
             (out / "requests.jsonl").write_text(records_to_jsonl(records))
             truth = measure_truth(records, start, end)
             (out / "truth.json").write_text(json.dumps(truth.to_dict(), indent=2, allow_nan=True) + "\n")
@@ -134,11 +135,3 @@ def window_start(records: Sequence[RequestRecord], t0: float) -> float:
             firsts[r.stream] = min(firsts.get(r.stream, math.inf), r.token_times[0])
     return max(firsts.values()) if firsts else t0
 
-
-def _seconds(duration: str) -> float:
-    """``1s`` / ``500ms`` / ``2`` -> seconds (the scrape intervals this module writes)."""
-    text = duration.strip()
-    if text.endswith("ms"):
-        return float(text[:-2]) / 1000.0
-    value = float(text.rstrip("s"))
-    return value if math.isfinite(value) else 1.0

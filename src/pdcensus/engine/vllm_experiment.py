@@ -33,13 +33,14 @@ from types import TracebackType
 import httpx
 
 from pdcensus.census.model import CensusReport
-from pdcensus.engine.experiment import _proc_cmdline, _seconds, window_start
+from pdcensus.engine.experiment import _proc_cmdline, window_start
 from pdcensus.engine.stalls import Stalls, measure_stalls
 from pdcensus.engine.streams import records_to_jsonl
 from pdcensus.engine.truth import Truth, measure_truth
 from pdcensus.engine.vllm_load import VllmPlan, run_vllm_load
 from pdcensus.engine.vllm_server import VllmPython, VllmServer, locate_vllm_python
 from pdcensus.errors import SourceUnreachableError
+from pdcensus.series.durations import parse_api_duration_seconds
 from pdcensus.sources.prometheus_local import LocalPrometheus
 
 JOB = "vllm"
@@ -126,7 +127,7 @@ class VllmLive:
         firsts = [r.token_times[0] for r in records if r.kind == "decode" and r.token_times]
         start = window_start(records, t0) if plan.phases or not firsts else min(firsts)
         end = t0 + plan.duration_seconds
-        time.sleep(max(0.0, end + 2.5 * _seconds(self.scrape_interval) - time.time()))
+        time.sleep(max(0.0, end + 2.5 * parse_api_duration_seconds(self.scrape_interval.strip()) - time.time()))
         (out / "requests.jsonl").write_text(records_to_jsonl(records))
         truth, stalls = measure_truth(records, start, end), measure_stalls(records, start, end)
         (out / "truth.json").write_text(json.dumps({**truth.to_dict(), "stalls": stalls.to_dict()},

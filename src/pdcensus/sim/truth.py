@@ -16,23 +16,10 @@ The decoders' decode time is the sum over steps of (decoders x step time) plus t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
-
-class Mechanism(str, Enum):
-    """The census's verdict vocabulary."""
-
-    STEP_TIME_SHARING = "step-time-sharing"
-    EVICTION = "eviction"
-    PREEMPTION_STALL = "preemption-stall"
-    NONE = "none"
-    MIXED = "mixed"
-    INCONCLUSIVE = "inconclusive"
-
+from pdcensus.mechanism import DOMINANT_SHARE, MATERIAL_SHARE, Mechanism
 
 CAUSES: tuple[Mechanism, ...] = (Mechanism.STEP_TIME_SHARING, Mechanism.EVICTION, Mechanism.PREEMPTION_STALL)
-DOMINANT_SHARE_OF_DECODE = 0.05
-DOMINANT_SHARE_OF_LOSS = 0.25
 ALLOWED_SHARE_OF_DECODE = 0.005
 MIN_MEAN_DECODERS = 0.5
 
@@ -125,7 +112,7 @@ def found_rule(share: dict[Mechanism, float], depth: dict[Mechanism, float],
         else:
             hit = share[m] >= MEASURABLE_SHARE_OF_DECODE and depth[m] < FOUND_DEPTH[m]
         if hit:
-            out[m] = "material" if share[m] >= DOMINANT_SHARE_OF_DECODE else "minor"
+            out[m] = "material" if share[m] >= MATERIAL_SHARE else "minor"
     return out
 
 
@@ -134,7 +121,7 @@ def headline_rule(found: dict[Mechanism, str], share: dict[Mechanism, float]) ->
     if not found:
         return Mechanism.NONE
     lost = sum(share[m] for m in found)
-    dominant = [m for m in found if share[m] >= DOMINANT_SHARE_OF_DECODE and share[m] >= DOMINANT_SHARE_OF_LOSS * lost]
+    dominant = [m for m in found if share[m] >= MATERIAL_SHARE and share[m] >= DOMINANT_SHARE * lost]
     if len(dominant) >= 2:
         return Mechanism.MIXED
     if dominant:
@@ -154,7 +141,7 @@ def judge(ledger: LossLedger) -> dict[str, object]:
               Mechanism.EVICTION: ledger.eviction_active_seconds}
     depth = {m: (1.0 - losses[m] / a if a > 0 else 1.0) for m, a in active.items()}
     found = found_rule(share, depth, ledger.preemptions > 0 or ledger.preemption_seconds > 0)
-    dominant = [m for m in found if found[m] == "material" and share_of_loss[m] >= DOMINANT_SHARE_OF_LOSS]
+    dominant = [m for m in found if found[m] == "material" and share_of_loss[m] >= DOMINANT_SHARE]
     allowed = [m for m in CAUSES if share[m] >= ALLOWED_SHARE_OF_DECODE]
     mean_decoders = decode / window
     if mean_decoders < MIN_MEAN_DECODERS or ledger.chunk_steps_beside_decoders == 0:
