@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pdcensus.advice.pinned import load_schema
+from pdcensus.lint.source.pinned import load_schema
 from pdcensus.lint.files import lint_text
 from pdcensus.lint.model import FileKind
 from pdcensus.lint.promql import duration_seconds, query_hits

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pdcensus.advice.pinned import load_schema
+from pdcensus.lint.source.pinned import load_schema
 from pdcensus.lint.files import lint_text
 from pdcensus.lint.model import FileKind
 

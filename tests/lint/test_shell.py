@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pdcensus.advice.pinned import load_schema
+from pdcensus.lint.source.pinned import load_schema
 from pdcensus.lint.files import lint_text
 from pdcensus.lint.model import FileKind
 from pdcensus.lint.shell import Heredoc, Op, Word, tokenize, unquote

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from pdcensus.advice.cpp_rules import describe, evaluate
-from pdcensus.advice.flags import parse_config_source
-from pdcensus.advice.pinned import load_pinned, load_schema
+from pdcensus.lint.source.cpp_rules import describe, evaluate
+from pdcensus.lint.source.flags import parse_config_source
+from pdcensus.lint.source.pinned import load_pinned, load_schema
 from pdcensus.errors import UsageError
 from pdcensus.lint.files import lint_paths
 from pdcensus.sim.config_source import render_config_source

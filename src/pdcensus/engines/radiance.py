@@ -2,7 +2,7 @@
 
 The knob entries restate the runbook's "Knob semantics" (radiance 1.8.x, GUIDE section 4.5) as
 data, so that recommendations, lint and arm verification read one table. The pinned source is
-the referee for names and enum members (see :mod:`pdcensus.advice.flags`); this table holds the
+the referee for names and enum members (see :mod:`pdcensus.lint.source.flags`); this table holds the
 *semantics* that no source file states.
 
 Rollback convention (one for every radiance knob): the serve script reads ``RADIANCE_<FLAG>``

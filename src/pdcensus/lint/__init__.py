@@ -5,7 +5,7 @@ rules against the pinned schema), ``promql`` (the runbook's query traps), ``shel
 ``shell_read`` (words with offsets, then engine invocations), ``markdown`` (CommonMark
 runbooks), ``deploy`` (Kubernetes, Helm, compose, rules files, dashboards), ``unit_files``
 (Dockerfiles, systemd), ``files`` (walking paths, picking readers) and ``output`` (text, JSON,
-SARIF). The pinned schema itself is read by :mod:`pdcensus.advice.pinned`.
+SARIF). The pinned schema itself is read by :mod:`pdcensus.lint.source.pinned`.
 """
 
 from pdcensus.lint.files import lint_paths, lint_text

@@ -27,8 +27,8 @@ import re
 from collections.abc import Collection
 from dataclasses import dataclass
 
-from pdcensus.advice.cpp_rules import Expr, Refusal, describe, evaluate
-from pdcensus.advice.flags import FLAG_RE, FlagSchema, SchemaKind, enum_lists, is_placeholder
+from pdcensus.lint.source.cpp_rules import Expr, Refusal, describe, evaluate
+from pdcensus.lint.source.flags import FLAG_RE, FlagSchema, SchemaKind, enum_lists, is_placeholder
 from pdcensus.advice.catalogue import engines_with_flag
 from pdcensus.advice.knobs import flag_for_env_var
 from pdcensus.advice.model import Severity

@@ -36,7 +36,7 @@ from collections.abc import Iterator
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
-from pdcensus.advice.flags import FLAG_RE
+from pdcensus.lint.source.flags import FLAG_RE
 from pdcensus.advice.model import Severity
 from pdcensus.lint.checks import Checker, FlagUse
 from pdcensus.lint.model import Snippet

@@ -17,8 +17,8 @@ import re
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 
-from pdcensus.advice.flags import FlagSchema
-from pdcensus.advice.pinned import PinnedSource, load_pinned
+from pdcensus.lint.source.flags import FlagSchema
+from pdcensus.lint.source.pinned import PinnedSource, load_pinned
 from pdcensus.errors import UsageError
 from pdcensus.lint.checks import UNPINNED, Checker
 from pdcensus.lint.deploy import DeployReader, read_json

@@ -24,8 +24,8 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from pdcensus.advice.cpp_expr import Expr, Parser, describe, evaluate, flags_in, number, with_bindings
-from pdcensus.advice.cpp_text import Token, TokenKind, group_items
+from pdcensus.lint.source.cpp_expr import Expr, Parser, describe, evaluate, flags_in, number, with_bindings
+from pdcensus.lint.source.cpp_text import Token, TokenKind, group_items
 
 __all__ = ["Expr", "Refusal", "describe", "evaluate", "functions", "message_bound", "read_refusals"]
 

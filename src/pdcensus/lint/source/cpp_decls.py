@@ -8,7 +8,7 @@ LTS 2024-01; CLI11 ``CLI/Validators.hpp`` 2.4; glibc ``getopt_long(3)``):
   ``uint64``, ``double``, ``string``) and ``DEFINE_validator(name, &Fn)``: ``Fn``'s value
   parameter stands for the flag, so its ``if (value < 0 ...) return false`` becomes a bound;
 * Abseil ``ABSL_FLAG(type, name, default, "help")``; ``absl::GetFlag(FLAGS_name)`` in a
-  validator reads as the flag (see :mod:`pdcensus.advice.cpp_rules`);
+  validator reads as the flag (see :mod:`pdcensus.lint.source.cpp_rules`);
 * CLI11 ``add_option("--name", var, "help")`` with its chained ``->check(CLI::Range(a, b))``,
   ``CLI::PositiveNumber``, ``CLI::NonNegativeNumber``, ``CLI::IsMember({...})`` and
   ``->default_val(v)``;
@@ -26,8 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pdcensus.advice.cpp_rules import Expr, Refusal
-from pdcensus.advice.cpp_text import Token, TokenKind, group_items
+from pdcensus.lint.source.cpp_rules import Expr, Refusal
+from pdcensus.lint.source.cpp_text import Token, TokenKind, group_items
 
 _GFLAGS = re.compile(r"^DEFINE_(bool|int32|int64|uint32|uint64|double|string)$")
 _ABSL = {"ABSL_FLAG", "ABSL_RETIRED_FLAG"}

@@ -2,7 +2,7 @@
 
 The validator's ``if (c.prefill_span > 1 && c.max_num_batched_tokens != c.prefill_span *
 c.checkpoint_interval)`` is parsed here (precedence climbing over the tokens of
-:mod:`pdcensus.advice.cpp_text`) into nested tuples: ``("flag", "--prefill-span")``,
+:mod:`pdcensus.lint.source.cpp_text`) into nested tuples: ``("flag", "--prefill-span")``,
 ``("num", 1.0)``, ``("name", "IsPolicy")`` for anything it cannot know, and ``(op, a, b)`` for
 ``+ - * / % < <= > >= == != && ||`` (``!`` and unary ``-`` too). A member chain names the
 flag of its last identifier (``c.prefill_span``, ``cfg->prefillSpan``); an accessor call
@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
-from pdcensus.advice.cpp_text import Token, TokenKind
+from pdcensus.lint.source.cpp_text import Token, TokenKind
 
 Expr = tuple[object, ...]  # ("num", v) | ("flag", f) | ("name", n) | ("not", e) | ("neg", e) | (op, a, b)
 

@@ -12,15 +12,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pdcensus.advice.flags import FlagSchema
-from pdcensus.advice.pinned import load_schema
+from pdcensus.lint.source.flags import FlagSchema
+from pdcensus.lint.source.pinned import load_schema
 from pdcensus.lint.files import lint_paths
 from pdcensus.lint.files import lint_text as lint_file_text
 from pdcensus.lint.model import FileKind, Finding, LintReport
 from pdcensus.lint.promql import duration_seconds
 from pdcensus.sources.openmetrics_writer import write_openmetrics
 
-from .synthetic import step_time_sharing
+from tests.advice.synthetic import step_time_sharing
 
 DATA = Path(__file__).parent / "data"
 SOURCES = Path(__file__).parent.parent / "fixtures" / "config_sources"
@@ -219,7 +219,7 @@ _SCHEMAS: dict[str, FlagSchema] = {}
 
 
 def _sim_schema(text: str) -> FlagSchema:
-    from pdcensus.advice.flags import parse_config_source
+    from pdcensus.lint.source.flags import parse_config_source
 
     if text not in _SCHEMAS:
         _SCHEMAS[text] = parse_config_source(text, "sim/config.cpp")

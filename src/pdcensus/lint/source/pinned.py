@@ -25,8 +25,8 @@ import tarfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from pdcensus.advice.cpp_text import TokenKind, tokenize
-from pdcensus.advice.flags import (
+from pdcensus.lint.source.cpp_text import TokenKind, tokenize
+from pdcensus.lint.source.flags import (
     FlagSchema, FlagSpec, SchemaKind, _argument_members, _DEFAULT, _members_and_integer, enum_lists,
     parse_config_source,
 )

@@ -1,6 +1,6 @@
 """A C++ token stream good enough to read string literals and their brackets, never to compile.
 
-The pinned-source schema (:mod:`pdcensus.advice.flags`) needs the string literals of a
+The pinned-source schema (:mod:`pdcensus.lint.source.flags`) needs the string literals of a
 ``core/config.cpp``-shaped file with their 1-based lines, adjacent literals concatenated as
 the compiler would (``"a" "b"`` is ``"ab"``, across lines and comments), and the bracket
 structure around them (which ``{...}`` or ``(...)`` group a literal is an item of). No

@@ -1,6 +1,6 @@
 """Help tables built by macros and enum members kept in tables, read from a pinned source.
 
-Two layouts that :mod:`pdcensus.advice.flags` alone does not see, because no literal in
+Two layouts that :mod:`pdcensus.lint.source.flags` alone does not see, because no literal in
 them is a whole ``"--flag"`` nor a spelled-out member list:
 
 * an *X-macro* help table: one list macro names every flag once
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import re
 
-from pdcensus.advice.cpp_text import Token, TokenKind, enclosing_group, group_items
+from pdcensus.lint.source.cpp_text import Token, TokenKind, enclosing_group, group_items
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*[a-z0-9]$")
 _MEMBER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$")

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pdcensus.advice.cpp_text import TokenKind, tokenize
-from pdcensus.advice.flags import enum_lists, parse_config_source
-from pdcensus.advice.pinned import load_schema, parse_help_text
+from pdcensus.lint.source.cpp_text import TokenKind, tokenize
+from pdcensus.lint.source.flags import enum_lists, parse_config_source
+from pdcensus.lint.source.pinned import load_schema, parse_help_text
 from pdcensus.errors import DataError, UsageError
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "config_sources"

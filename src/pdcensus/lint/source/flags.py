@@ -6,7 +6,7 @@ the validator's error string, never from memory, because ``config_parse`` refuse
 enum values at boot. This module reads such a source (or an engine's ``--help`` text) and
 returns a :class:`FlagSchema`.
 
-C++ sources are read with :mod:`pdcensus.advice.cpp_text` (literals, brackets, adjacent
+C++ sources are read with :mod:`pdcensus.lint.source.cpp_text` (literals, brackets, adjacent
 literal concatenation). A *help-table row* is any bracket group (struct initialiser,
 macro call, ``{ "--flag", "ARG", "help" }`` row) that has a ``"--flag"`` literal as a whole
 item plus more string items; designated initialisers (``.help = "..."``) are read by field
@@ -26,10 +26,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from pdcensus.advice.cpp_rules import Refusal, functions, read_refusals
-from pdcensus.advice.cpp_tables import macro_rows, table_members
-from pdcensus.advice.cpp_decls import cli11_checks, dashless_rows, macro_declarations, table_bounds
-from pdcensus.advice.cpp_text import (
+from pdcensus.lint.source.cpp_rules import Refusal, functions, read_refusals
+from pdcensus.lint.source.cpp_tables import macro_rows, table_members
+from pdcensus.lint.source.cpp_decls import cli11_checks, dashless_rows, macro_declarations, table_bounds
+from pdcensus.lint.source.cpp_text import (
     FLAG_RE as FLAG_RE, WHOLE_FLAG as _WHOLE_FLAG, Token, TokenKind, enclosing_group, flag_mentions as _flag_mentions, group_items,
     ident_flag as _ident_flag, kebab as _kebab, tokenize,
 )
