@@ -22,11 +22,11 @@ from pdcensus.census.verdict_model import (
     DoseResponse,
     Evidence,
     Found,
-    Mechanism,
     Severity,
     Signature,
     Verdict,
 )
+from pdcensus.mechanism import Mechanism
 
 SCHEMA = "pdcensus/census/v2"
 

@@ -38,7 +38,7 @@ from pdcensus.census.detect import (
     preemption_signature,
     strongest,
 )
-from pdcensus.census.headline import MATERIAL_SHARE, headline_mechanism, headline_text, severity
+from pdcensus.census.headline import headline_mechanism, headline_text, severity
 from pdcensus.census.model import Evidence, Found, Mechanism, Severity, Signature, Verdict
 from pdcensus.census.verdict_caps import (
     MAX_CONFIDENCE,
@@ -50,6 +50,7 @@ from pdcensus.census.verdict_caps import (
     quality,
 )
 from pdcensus.census.verdict_inputs import VerdictInputs
+from pdcensus.mechanism import MATERIAL_SHARE
 
 __all__ = ["VerdictInputs", "decide", "detect", "headline_mechanism"]
 

@@ -25,10 +25,11 @@ import numpy as np
 
 from pdcensus.census.bootstrap import interval
 from pdcensus.census.detect import COLLAPSE_RATIO
-from pdcensus.census.headline import MATERIAL_SHARE, headline_mechanism
+from pdcensus.census.headline import headline_mechanism
 from pdcensus.census.model import Evidence, Found, Mechanism, Severity, Signature
 from pdcensus.census.preemption import StallBasis
 from pdcensus.census.verdict_inputs import VerdictInputs
+from pdcensus.mechanism import MATERIAL_SHARE
 
 MIN_SAMPLES = 30  # scrapes with decoders running, below which nothing is ranked
 MIN_GROUP_SAMPLES = 10  # idle / busy scrapes needed for a contrast

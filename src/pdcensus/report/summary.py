@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 from pdcensus.advice.endpoint_report import advice_of
 from pdcensus.advice.model import Recommendation, VerificationPlan
-from pdcensus.census.headline import MATERIAL_SHARE
 from pdcensus.census.model import CensusReport, Evidence, Mechanism, Severity, Signature
+from pdcensus.mechanism import MATERIAL_SHARE
 
 __all__ = ["CONFIDENT", "FULL_SECTIONS", "SHORT_SECTIONS", "EvidenceRow", "Summary", "summarise", "why_no_advice"]
 
