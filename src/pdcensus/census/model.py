@@ -45,6 +45,7 @@ class SegmentStart(str, Enum):
     COUNTER_RESET = "counter-reset"
     PROCESS_START = "process-start-changed"
     NEW_FAMILY = "new-family"
+    CLOCK_BREAK = "clock-break"
 
 
 @dataclass(frozen=True)

@@ -34,8 +34,10 @@ from pdcensus.census.passes import runbook_passes
 from pdcensus.census.preemption import preemption_bursts, resume_gap_loss
 from pdcensus.census.prefill_progress import PrefillBasis
 from pdcensus.census.sanity import check_ledger, check_shares
+from pdcensus.census.series_checks import series_traps
 from pdcensus.census.shape import choose_segment, split_shapes
 from pdcensus.census.signals import ShapeSignals, extract_signals
+from pdcensus.census.time_checks import check_interval
 from pdcensus.census.traps import REPLAY_SHARE, check_traps, replay_share
 from pdcensus.census.ttft import ttft_summary
 from pdcensus.census.usable import LeftOut, admit_samples, left_out_trap
@@ -126,6 +128,7 @@ def read_shape(endpoint: Endpoint, families: dict[str, Family], source: str, seg
                         "(radiance:, vllm: or sglang:)")
     seg_times = ep.timestamps[rows]
     scrape_interval = float(np.median(np.diff(seg_times))) if rows.size > 1 else float("nan")
+    check_interval(source, scrape_interval)
     s = extract_signals(ep, rows, det.profile, scrape_interval, scraped_names=frozenset(names))
     return ShapeRead(shape, rows, det, scrape_interval, s, admission.left_out + s.left_out)
 
@@ -193,7 +196,11 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
                                     basis=basis + "; replay = prefix-hit cut increase / interval",
                                     scrape_interval_seconds=scrape_interval, ttft=ttft_hist,
                                     preemptions=s.increase(Signal.PREEMPTIONS))
-    traps = check_traps(s, ledger, preemption, shape) + (left_out_trap(left_out),)
+    window = endpoint.slice_time(options.start, options.end) if options.start or options.end else endpoint
+    read_gauges = [det.profile.name_of(g) for g in (Signal.DECODE_TPS, Signal.PREFILL_TPS, Signal.RUNNING,
+                                                    Signal.KV_CACHE_USAGE)]
+    traps = (check_traps(s, ledger, preemption, shape) + (left_out_trap(left_out),)
+             + series_traps(window, families, [n for n in read_gauges if n]))
 
     assert shape.analysed is not None
     reason = (shape.segments[shape.analysed - 1].reason if shape.proven

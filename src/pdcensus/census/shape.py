@@ -8,6 +8,8 @@ ranked across shapes. A new shape starts at:
 - a change of ``process_start_time_seconds`` (where exported);
 - the first sample of a sample name the window did not carry before, when it changes
   the detected profile (a new build's counters, e.g. 1.0.13 -> 1.8.x);
+- an interval far beyond the median scrape interval (:mod:`pdcensus.census.time_checks`):
+  a clock jump or an outage, split even where counters run on through it;
 - ``up`` = 0 or a gap over twice the scrape interval, unless a counter proves the
   process lived through it (a counter present on both sides, positive, not lower after:
   a restart would have reset it). A missed scrape is then noted, not split.
@@ -24,6 +26,7 @@ import numpy as np
 
 from pdcensus.census.counters import counter_decreases, previous_present_index
 from pdcensus.census.model import Segment, SegmentStart, ShapeResult
+from pdcensus.census.time_checks import break_reason, breaks
 from pdcensus.series.model import Endpoint, Family, MetricType, family_of
 from pdcensus.series.profiles import PROFILES, Signal, detect_profile
 
@@ -112,6 +115,7 @@ def split_shapes(endpoint: Endpoint, families: dict[str, Family]) -> ShapeSplit:
     gap = np.zeros(rows.size, bool)
     if rows.size > 1 and np.isfinite(interval):
         gap[1:] = np.diff(ts) > GAP_FACTOR * interval
+    broken = breaks(ts, interval)  # far beyond the median: a clock jump or an outage, never one interval
 
     present_rows = endpoint.present[rows]
     names = [k.name for k in endpoint.keys]
@@ -125,7 +129,7 @@ def split_shapes(endpoint: Endpoint, families: dict[str, Family]) -> ShapeSplit:
             new_names_at.setdefault(r, set()).add(name)
 
     candidates = sorted(
-        set(np.flatnonzero(decreased | ps_changed | down_between | gap).tolist()) | set(new_names_at)
+        set(np.flatnonzero(decreased | ps_changed | down_between | gap | broken).tolist()) | set(new_names_at)
     )
     starts: list[tuple[int, SegmentStart, str]] = [(0, SegmentStart.WINDOW_START, "first scrape of the window")]
     notes: dict[int, list[str]] = {}
@@ -150,6 +154,8 @@ def split_shapes(endpoint: Endpoint, families: dict[str, Family]) -> ShapeSplit:
                 why = (SegmentStart.NEW_FAMILY,
                        f"first sample of {example} (absent before): build {before.profile.name} -> "
                        f"{after.profile.name}")
+        if why is None and broken[pos]:
+            why = (SegmentStart.CLOCK_BREAK, break_reason(float(ts[pos] - ts[pos - 1]), interval))
         if why is None and (down_between[pos] or gap[pos]):
             kind = SegmentStart.UP_ZERO if down_between[pos] else SegmentStart.GAP
             what = "up=0" if down_between[pos] else f"a {ts[pos] - ts[pos - 1]:.0f} s gap"

@@ -442,7 +442,7 @@ class _TextReader:
             if self.options.scrape_time is None:
                 raise DataError(f"{self.source}: samples have no timestamp; give the scrape time")
             seconds = np.where(missing, self.options.scrape_time, seconds)
-        self._check_timestamps(seconds, lines)
+        self._check_timestamps(seconds, lines, series)
         if not explicit and not self.openmetrics:
             seconds = self._add_up(seconds)
         families = {
@@ -451,8 +451,12 @@ class _TextReader:
         }
         return self.table.to_recording(families, timestamps_seconds=seconds, forbid_backwards=self.openmetrics)
 
-    def _check_timestamps(self, seconds: np.ndarray, lines: np.ndarray) -> None:
-        """A timestamp no clock gives (past year 5138, or not finite) is refused with its line, not read as data."""
+    def _check_timestamps(self, seconds: np.ndarray, lines: np.ndarray, series: np.ndarray) -> None:
+        """A timestamp no clock gives (past year 5138, or not finite) is refused with its line, not read as data.
+
+        The refusal names the sample names that carry such timestamps, so that a family in the
+        wrong unit among good ones is named, never dropped without a word.
+        """
         bad = ~np.isfinite(seconds) | (np.abs(seconds) > MAX_TIMESTAMP_SECONDS)
         if not bad.any():
             return
@@ -460,8 +464,13 @@ class _TextReader:
         unit, wrong, kind = (("seconds", "milliseconds", "an OpenMetrics") if self.openmetrics
                              else ("milliseconds", "microseconds", "a Prometheus 0.0.4"))
         shown = f"{seconds[first]:.6g} s" if np.isfinite(seconds[first]) else str(seconds[first])
-        self._fail(int(lines[first]), f"timestamp {shown} is past year 5138 ({int(bad.sum())} such sample(s)): "
-                                      f"{wrong} in {kind} file, which counts {unit}?")
+        names = sorted({self.table.keys[int(i)].name for i in np.unique(series[bad])})
+        which = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        total = len({k.name for k in self.table.keys})
+        whole = "every sample" if bool(bad.all()) else f"{len(names)} of {total} sample names"
+        self._fail(int(lines[first]), f"timestamp {shown} is past year 5138 ({int(bad.sum())} such sample(s), "
+                                      f"{whole}: {which}): {wrong} in {kind} file, which counts {unit}? "
+                                      "Refused, not converted or dropped")
 
     def _add_up(self, seconds: np.ndarray) -> np.ndarray:
         """Add ``up`` = 1 at the scrape time for each endpoint of a timestamp-less scrape."""
