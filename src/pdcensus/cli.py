@@ -23,6 +23,7 @@ from typer.exceptions import Abort, Exit, TyperException
 
 from pdcensus.commands import advice, census, demo, explain, export, fleet, fpm, live, query, serve, sim, whatif  # noqa: F401
 from pdcensus.commands.base import DEBUG, app
+from pdcensus.report.safe_console import escape_controls
 from pdcensus.errors import CensusError
 
 __all__ = ["app", "click_group", "main"]
@@ -57,7 +58,7 @@ def main(argv: Optional[list[str]] = None) -> None:
     except CensusError as exc:
         if DEBUG["on"] or "--debug" in args:
             raise
-        print(f"error: {exc}", file=sys.stderr)
+        print(escape_controls(f"error: {exc}"), file=sys.stderr)
         raise SystemExit(exc.exit_code) from None
     except Exit as exc:
         raise SystemExit(exc.exit_code) from None
@@ -69,7 +70,7 @@ def main(argv: Optional[list[str]] = None) -> None:
         if callable(show):
             show()
         else:
-            print(f"error: {exc.format_message()}", file=sys.stderr)
+            print(escape_controls(f"error: {exc.format_message()}"), file=sys.stderr)
         raise SystemExit(2) from None
     except BrokenPipeError:
         raise SystemExit(0) from None
@@ -79,6 +80,6 @@ def main(argv: Optional[list[str]] = None) -> None:
     except Exception as exc:  # a bug: still one line, the traceback behind --debug
         if DEBUG["on"] or "--debug" in args:
             raise
-        print(f"error: internal error: {type(exc).__name__}: {exc} (run with --debug for the traceback)",
-              file=sys.stderr)
+        print(escape_controls(f"error: internal error: {type(exc).__name__}: {exc} "
+                              "(run with --debug for the traceback)"), file=sys.stderr)
         raise SystemExit(1) from None

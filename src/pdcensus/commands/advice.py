@@ -110,11 +110,11 @@ def verify_arm_command(
     if as_json:
         typer.echo(json.dumps(verdict.to_dict(), indent=2))
     else:
-        from rich.console import Console
+        from pdcensus.report.safe_console import SafeConsole
 
         from pdcensus.report.terminal_advice import render_arm
 
-        render_arm(verdict, Console(emoji=False, highlight=False))
+        render_arm(verdict, SafeConsole(highlight=False))
     code = ARM_EXIT_CODES[verdict.outcome]
     if code:
         raise SystemExit(code)  # the app runs with standalone_mode=False (see lint)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from pdcensus.report.safe_console import escape_controls
 from pdcensus.commands import remote
 from pdcensus.commands.base import app, parse_window
 from pdcensus.errors import UsageError
@@ -82,7 +83,7 @@ def census(
             if selector is None:
                 found = api.discover_prometheus(prometheus, start=t0, end=t1, auth=connection.auth(),
                                                 timeout_seconds=connection.timeout_seconds)
-                print(f"census: no --selector: {found.describe()}", file=sys.stderr)
+                print(escape_controls(f"census: no --selector: {found.describe()}"), file=sys.stderr)
                 selector = found.selector()
             reports = api.census_prometheus(prometheus, selector=selector, start=t0, end=t1, instance=instance,
                                             segment=segment, auth=connection.auth(),
@@ -97,15 +98,15 @@ def census(
                                  target_decode_share=target_decode_share, client_records=client_records,
                                  argv=argv)
     for warning in reports[0].source_warnings if reports else ():
-        print(f"warning: {warning}", file=sys.stderr)
+        print(escape_controls(f"warning: {warning}"), file=sys.stderr)
     if as_json:
         typer.echo(json.dumps(reports_to_dict(reports), allow_nan=False))
     else:
-        from rich.console import Console
+        from pdcensus.report.safe_console import SafeConsole
 
         from pdcensus.report.terminal import render
 
-        console = Console(emoji=False)  # label values like ":smile:" stay text
+        console = SafeConsole()  # label values like ":smile:" stay text
         for report in reports:
             render(report, console, full=full)
     _write_files(reports, html, markdown, say=not as_json)
@@ -134,6 +135,6 @@ def _write_files(reports: list[EndpointReport], html: Path | None, markdown: Pat
         if say:
             print(f"wrote {path}")
     if len(failed) > 1:
-        print(f"error: {failed[0]}", file=sys.stderr)
+        print(escape_controls(f"error: {failed[0]}"), file=sys.stderr)
     if failed:
         raise failed[-1]

@@ -45,7 +45,7 @@ def demo(
     force: Annotated[bool, typer.Option("--force", help="Write into --out even if it holds files the demo did not write.")] = False,
 ) -> None:
     """Simulate SCENARIO, run the census on it, print the report and write OUT/report.html."""
-    from rich.console import Console
+    from pdcensus.report.safe_console import SafeConsole
 
     from pdcensus import api
     from pdcensus.report.html import write_html
@@ -53,7 +53,7 @@ def demo(
     from pdcensus.sim import simulate, write_sim_dir
 
     check_demo_out(out, force)
-    console = Console(emoji=False)  # label values like ":smile:" stay text
+    console = SafeConsole()  # label values like ":smile:" stay text
     with console.status(f"simulating {scenario} for {duration} ..."):
         result = simulate(scenario, duration_seconds=parse_duration(duration), seed=seed)
     out.mkdir(parents=True, exist_ok=True)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from pdcensus.report.safe_console import escape_controls
 from pdcensus.commands import remote
 from pdcensus.commands.base import app, parse_duration
 
@@ -48,14 +49,16 @@ def _fmt(value: float, pattern: str) -> str:
 
 
 def _table(result: FleetResult) -> None:
-    from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
+
+    from pdcensus.report.safe_console import SafeConsole, literal
 
     from pdcensus.fleet.rank import EXAMINED
 
     examined = len(result.examined)
     under = result.selector or "no selector"
-    table = Table(title=f"fleet: {len(result.ranking)} endpoint(s) under {under}, {examined} examined "
+    table = Table(title=f"fleet: {len(result.ranking)} endpoint(s) under {escape(under)}, {examined} examined "
                         f"({result.wall_seconds:.1f} s); ranked by lost decode share, ≈ = tie")
     for column, justify in (("rank", "right"), ("job", "left"), ("instance", "left"), ("census", "left"),
                             ("principal", "left"), ("lost share [interval]", "right"), ("screen", "right"),
@@ -69,10 +72,11 @@ def _table(result: FleetResult) -> None:
             loss = "-"
         principal = f"{row.principal} ({row.severity})" if row.principal else ""
         screen = f"{100 * row.screen_score:.1f} %" if row.screen_score == row.screen_score else "-"
-        table.add_row(f"{row.rank}{'≈' if row.tied_with_previous else ''}", row.job, row.instance, row.mechanism,
-                      principal, loss, screen, row.error or ", ".join(row.flags),
+        table.add_row(f"{row.rank}{'≈' if row.tied_with_previous else ''}", literal(row.job), literal(row.instance),
+                      literal(row.mechanism), literal(principal), loss, screen,
+                      literal(row.error or ", ".join(row.flags)),  # values as Text: no markup parsed in them
                       style="red" if row.error else None)
-    Console(emoji=False).print(table)
+    SafeConsole().print(table)
 
 
 @app.command("fleet")
@@ -127,12 +131,12 @@ def fleet_command(
                               resume=resume, html_dir=reports_dir, progress=_StageProgress(),
                               screen_only=screen_only)
     if not selector.strip():
-        print(f"fleet: no --selector: {_taken(result)}", file=sys.stderr)
+        print(escape_controls(f"fleet: no --selector: {_taken(result)}"), file=sys.stderr)
     for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+        print(escape_controls(f"warning: {warning}"), file=sys.stderr)
     for outcome in result.examined:
         for warning in outcome.warnings:
-            print(f"warning: {outcome.instance}: {warning}", file=sys.stderr)
+            print(escape_controls(f"warning: {outcome.instance}: {warning}"), file=sys.stderr)
     if html is not None and reports_dir is not None:
         from pdcensus.fleet.page import write_fleet_page
 
@@ -144,6 +148,6 @@ def fleet_command(
         _table(result)
     unscreened = [r for r in result.screen if r.error is not None]
     if unscreened:
-        print(f"error: {len(unscreened)} endpoint(s) not screened: "
-              + "; ".join(f"{r.instance}: {r.error}" for r in unscreened[:5]), file=sys.stderr)
+        print(escape_controls(f"error: {len(unscreened)} endpoint(s) not screened: "
+                              + "; ".join(f"{r.instance}: {r.error}" for r in unscreened[:5])), file=sys.stderr)
         raise typer.Exit(3)

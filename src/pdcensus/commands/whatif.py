@@ -58,10 +58,10 @@ def whatif_command(
     if as_json:
         typer.echo(json.dumps(result.to_dict(), allow_nan=False))
     else:
-        from rich.console import Console
+        from pdcensus.report.safe_console import SafeConsole
 
         from pdcensus.whatif.render import render
 
-        render(result, Console(emoji=False))
+        render(result, SafeConsole())
     if result.refused:
         raise DataError(result.refused)

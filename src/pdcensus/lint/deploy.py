@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -44,6 +44,7 @@ from pdcensus.lint.promql import MAX_QUERY_STEP_SECONDS, duration_seconds
 from pdcensus.lint.shell import Word, tokenize
 from pdcensus.lint.shell import Arg
 from pdcensus.lint.shell_read import ShellReader
+from pdcensus.lint.yaml_limits import Deadline, YamlLimit, check_graph
 
 _LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when the wheel has it: same nodes and marks
 _HELM = re.compile(r"\{\{-?\s*(?:\.|\$|include\b|toYaml\b|template\b|if\b|range\b|with\b|end\b|tpl\b|default\b)")
@@ -91,6 +92,7 @@ class DeployReader:
         self.path = path
         self.whole = Snippet.whole(path, text)
         self.done: set[int] = set()
+        self.deadline = Deadline()
 
     def arg(self, node: ScalarNode) -> Arg:
         snippet = _scalar_snippet(node, self.whole)
@@ -129,16 +131,24 @@ class DeployReader:
                              "lint the output of `helm template`")
         try:
             documents = list(yaml.compose_all(text, Loader=_LOADER))
-        except yaml.YAMLError as exc:
+        except (yaml.YAMLError, RecursionError) as exc:
             if template is None:
                 mark = getattr(exc, "problem_mark", None)
                 at = self.whole.position(mark.index) if mark is not None else (1, 1)
+                first = str(exc).splitlines()[0] if str(exc) else "nested too deep"
                 self.checker.add("unreadable-yaml", Severity.WARNING, at, self.path,
-                                 f"not readable as YAML ({str(exc).splitlines()[0]}); not checked")
+                                 f"not readable as YAML ({first}); not checked")
             return
-        for doc in documents:
-            if doc is not None:
-                self.document(doc)
+        try:  # an alias bomb composes cheaply as a graph; walking it as a tree is what never ends
+            for doc in documents:
+                if doc is not None:
+                    check_graph(doc)
+            for doc in documents:
+                if doc is not None:
+                    self.document(doc)
+        except YamlLimit as exc:
+            self.checker.add("yaml-limit", Severity.ERROR, (1, 1), self.path,
+                             f"not checked: {exc}")
 
     def document(self, doc: Node) -> None:
         if isinstance(doc, MappingNode):
@@ -147,7 +157,7 @@ class DeployReader:
                 for _, service in services.value:
                     if isinstance(service, MappingNode):
                         self.compose_service(service)
-        for node in _walk(doc):
+        for node in _walk(doc, tick=self.deadline.tick):
             if isinstance(node, MappingNode):
                 for key, value in node.value:
                     if isinstance(key, ScalarNode) and key.value in _CONTAINER_KEYS \
@@ -210,7 +220,7 @@ class DeployReader:
         argv held elsewhere (Helm values ``extraArgs``, a kustomize patch ``value``, an Ansible
         ``command``, a CI ``run: |`` script) when it passes a flag the pinned build declares."""
         queries: set[int] = set()
-        for node in _walk(doc, skip=self.done):
+        for node in _walk(doc, skip=self.done, tick=self.deadline.tick):
             if not isinstance(node, MappingNode):
                 continue
             name = _get(node, "name")
@@ -230,7 +240,7 @@ class DeployReader:
                 elif key.value in {"expr", "query"} and isinstance(value, ScalarNode):
                     self.checker.queries(_scalar_snippet(value, self.whole), step_forms=False)
                     queries.add(id(value))
-        for node in _walk(doc, skip=self.done | queries):
+        for node in _walk(doc, skip=self.done | queries, tick=self.deadline.tick):
             if isinstance(node, SequenceNode) and any(isinstance(i, ScalarNode) and self._declared(i.value)
                                                       for i in node.value):
                 self.done.update(id(i) for i in node.value)
@@ -253,17 +263,20 @@ def _expand_k8s(arg: Arg, values: dict[str, str]) -> Arg:
     return Arg(arg.raw, arg.snippet, arg.start, arg.conditional, literal=text)
 
 
-def _walk(node: Node, skip: set[int] | None = None) -> Iterator[Node]:
-    if skip is not None and id(node) in skip:
-        return
-    yield node
-    if isinstance(node, MappingNode):
-        for key, value in node.value:
-            yield from _walk(key, skip)
-            yield from _walk(value, skip)
-    elif isinstance(node, SequenceNode):
-        for item in node.value:
-            yield from _walk(item, skip)
+def _walk(node: Node, skip: set[int] | None = None, tick: Callable[[], None] | None = None) -> Iterator[Node]:
+    """Every node as a tree, depth first (aliases expanded: :func:`check_graph` bounds how many)."""
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        if skip is not None and id(node) in skip:
+            continue
+        if tick is not None:
+            tick()
+        yield node
+        if isinstance(node, MappingNode):
+            stack.extend(n for pair in reversed(node.value) for n in reversed(pair))
+        elif isinstance(node, SequenceNode):
+            stack.extend(reversed(node.value))
 
 
 _KEYED_STRING = re.compile(r'"(expr|query|interval)"\s*:\s*"((?:\\.|[^"\\])*)"')

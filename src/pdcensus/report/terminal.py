@@ -24,6 +24,7 @@ from rich.text import Text
 from pdcensus.advice.endpoint_report import advice_of
 from pdcensus.census.model import BucketTable, CensusReport
 from pdcensus.report.document_blocks import said
+from pdcensus.report.safe_console import SafeConsole
 from pdcensus.report.summary import summarise, why_no_advice
 from pdcensus.report.terminal_fit import fit_table
 from pdcensus.report.terminal_short import render_footer, render_summary, section
@@ -242,5 +243,5 @@ def _preemption(report: CensusReport, console: Console) -> None:
 def render_text(report: CensusReport, width: int = 120, full: bool = True) -> str:
     """The terminal report as plain text (no colour codes)."""
     buf = io.StringIO()
-    render(report, Console(file=buf, width=width, color_system=None, force_terminal=False, emoji=False), full=full)
+    render(report, SafeConsole(file=buf, width=width, color_system=None, force_terminal=False), full=full)
     return buf.getvalue()

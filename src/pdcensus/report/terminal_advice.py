@@ -18,6 +18,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from pdcensus.report.safe_console import literal
 from pdcensus.advice import gate
 from pdcensus.advice.model import ArmVerdict, Recommendation
 from pdcensus.report.terminal_fit import fit_table
@@ -69,13 +70,13 @@ def _finite(value: object) -> bool:
 def render_advice(advice: Sequence[Recommendation], console: Console, none_text: str = "no advice") -> None:
     """One panel per recommendation, in the order the advice pass gave them (``none_text`` when there is none)."""
     if not advice:
-        console.print(Text(none_text))
+        console.print(literal(none_text))
         return
     inner = max(20, console.width - 4)  # a panel's border and padding
     for rec in advice:
         if rec.minor:  # a minor mechanism's advice is one line; --json has the whole of it
             why = (rec.notes[0] if rec.notes else rec.summary).split(". ")[0].split(", ")[0].replace(" overall", "")
-            console.print(Text(f"{why}; {rec.knob or '?'} {rec.value} only for streaming ITL (--json has it)"))
+            console.print(literal(f"{why}; {rec.knob or '?'} {rec.value} only for streaming ITL (--json has it)"))
             continue
         parts: list[RenderableType] = [Text.from_markup(f"[bold]{_e(rec.summary)}[/bold]")]
         env, rollback = rec.env_line, rec.rollback_env_line
@@ -138,7 +139,7 @@ def render_arm(verdict: ArmVerdict, console: Console) -> None:
     steps.add_column("status", no_wrap=True)
     steps.add_column("detail", overflow="fold")
     for step in verdict.steps:
-        steps.add_row(step.name, step.status.value, Text(step.detail))
+        steps.add_row(step.name, step.status.value, literal(step.detail))
     console.print(steps)
     p = verdict.predicted
     if p:
@@ -162,7 +163,7 @@ def render_arm(verdict: ArmVerdict, console: Console) -> None:
         shown.append(unsure_rows[0])  # the one the first line names
     for c in shown:
         interval = f" ({c.low:.2f}-{c.high:.2f})" if math.isfinite(c.low) and math.isfinite(c.high) else ""
-        table.add_row(Text(c.bucket), c.quantity, f"{_value(c.before, c.quantity)} -> {_value(c.after, c.quantity)}",
+        table.add_row(literal(c.bucket), c.quantity, f"{_value(c.before, c.quantity)} -> {_value(c.after, c.quantity)}",
                       _num(c.ratio, "x{:.2f}") + interval, gate.wanted_text(c),
                       Text(_VERDICT_WORD.get(c.status.value, c.status.value),
                            style=_STATUS_STYLE.get(c.status.value, "")))

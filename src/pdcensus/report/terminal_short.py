@@ -15,6 +15,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from pdcensus.report.safe_console import literal
 from pdcensus.census.model import Mechanism
 from pdcensus.report.summary import Summary
 from pdcensus.report.terminal_fit import fit_table
@@ -54,10 +55,10 @@ def render_headline(s: Summary, console: Console) -> None:
         _labelled("how much it costs", s.how_much),
     ]
     if s.headline:
-        lines.append(Text(s.headline))
+        lines.append(literal(s.headline))
     for w in s.warnings:
-        lines.append(Text(w, style="bold red"))
-    console.print(Panel(Group(*lines), title=Text(f"Verdict: {s.title}"), title_align="left"))
+        lines.append(literal(w, style="bold red"))
+    console.print(Panel(Group(*lines), title=literal(f"Verdict: {s.title}"), title_align="left"))
 
 
 def render_evidence(s: Summary, console: Console) -> None:
@@ -71,17 +72,17 @@ def render_evidence(s: Summary, console: Console) -> None:
         table.add_row("yes" if r.holds else "no", text)
     console.print(fit_table(table, console))
     for item in s.settle[:3]:
-        console.print(Text(f"  to settle it: {item}"))
+        console.print(literal(f"  to settle it: {item}"))
 
 
 def render_advice_short(s: Summary, console: Console) -> None:
     rec = s.advice
     if rec is None:
         section(console, "Advice")
-        console.print(Text(s.no_advice))
+        console.print(literal(s.no_advice))
         return
     section(console, "Advice", f"for {rec.mechanism}: {rec.knob} {rec.value}".rstrip())
-    console.print(Text(rec.summary))
+    console.print(literal(rec.summary))
     if rec.env_line:
         tail = ("(an env line, not a rebuild)" if rec.deploy.get("env") or not rec.deploy
                 else f"({rec.engine} reads no env for it: restart with this argv)")
@@ -101,7 +102,7 @@ def render_verify(s: Summary, console: Console) -> None:
     steps.add_column("step", style="bold")
     steps.add_column("how")
     for key, how in s.verify:
-        steps.add_row(key, Text(how))
+        steps.add_row(key, literal(how))
     console.print(fit_table(steps, console))
 
 
