@@ -264,6 +264,18 @@ class Timeline:
 
 
 @dataclass(frozen=True)
+class EndpointFailure:
+    """An endpoint of a several-endpoint source whose census could not run, and the one-line reason why."""
+
+    instance: str
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its entry among ``endpoints`` in the JSON: the instance and the reason, no verdict."""
+        return {"schema": SCHEMA, "endpoint": {"instance": self.instance}, "verdict": None, "error": self.reason}
+
+
+@dataclass(frozen=True)
 class CensusReport:
     """One endpoint's census (the advice pass returns it as an ``advice.endpoint_report.EndpointReport``)."""
 
@@ -291,6 +303,8 @@ class CensusReport:
     client_felt: ClientFelt | None = None
     # capacity before knobs: is the endpoint over capacity (pdcensus.census.overload)
     overload: OverloadResult | None = None
+    # the source's other endpoints whose census failed (carried by every report of the source)
+    failed_endpoints: tuple[EndpointFailure, ...] = field(default=())
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object of schema ``pdcensus/census/v2``."""
@@ -321,10 +335,17 @@ class CensusReport:
 
 
 def reports_to_dict(reports: Sequence[CensusReport]) -> dict[str, Any]:
-    """One object for one endpoint; ``{"schema", "endpoints": [...]}`` for several."""
-    if len(reports) == 1:
+    """One object for one endpoint; ``{"schema", "endpoints": [...]}`` for several.
+
+    An endpoint whose census failed is an entry of ``endpoints`` with ``"verdict": null`` and its
+    ``"error"``, after the good ones; ``"failed"`` lists those instances (empty when none failed).
+    """
+    failed = reports[0].failed_endpoints if reports else ()
+    if len(reports) == 1 and not failed:
         return reports[0].to_dict()
-    return {"schema": SCHEMA, "endpoints": [r.to_dict() for r in reports]}
+    entries: list[dict[str, Any]] = [r.to_dict() for r in reports]
+    entries += [f.to_dict() for f in failed]
+    return {"schema": SCHEMA, "endpoints": entries, "failed": [f.instance for f in failed]}
 
 
 def plain(value: Any) -> Any:

@@ -28,7 +28,7 @@ from pdcensus.census.lag import TAIL_WINDOW_SECONDS, history, lag_test
 from pdcensus.census.ledger import LedgerExcess, step_ledger
 from pdcensus.census.kv_tier import kv_second_tier
 from pdcensus.census.measure import Measured, verdict_inputs
-from pdcensus.census.model import CensusReport, LedgerResult, LossShares, ShapeResult, Timeline
+from pdcensus.census.model import CensusReport, EndpointFailure, LedgerResult, LossShares, ShapeResult, Timeline
 from pdcensus.census.overload import detect_overload
 from pdcensus.census.passes import runbook_passes
 from pdcensus.census.preemption import preemption_bursts, resume_gap_loss
@@ -69,7 +69,21 @@ def census_recording(recording: Recording, options: CensusOptions = CensusOption
     engines = [ep for ep in recording.endpoints if detect_profile(ep.names()) is not None]
     if not engines:
         raise DataError(f"{source}: no engine metric (radiance:, vllm: or sglang:) in any endpoint")
-    return [census_endpoint(ep, recording.families, source, options) for ep in engines]
+    reports: list[CensusReport] = []
+    failed: list[EndpointFailure] = []
+    first_error: DataError | None = None
+    for ep in engines:  # one bad endpoint is reported with its reason; the others' reports are kept
+        try:
+            reports.append(census_endpoint(ep, recording.families, source, options))
+        except DataError as exc:
+            first_error = first_error or exc
+            failed.append(EndpointFailure(ep.instance, str(exc)))
+    if not reports:
+        assert first_error is not None
+        raise first_error  # every endpoint failed: exit 3 with the first one's reason
+    if failed:
+        reports = [replace(r, failed_endpoints=tuple(failed)) for r in reports]
+    return reports
 
 
 def _timeline(s: ShapeSignals, running: np.ndarray | None) -> Timeline:

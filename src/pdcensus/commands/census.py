@@ -55,7 +55,8 @@ def census(
 ) -> None:
     """Which mechanism makes decode collapse while another session prefills, how sure, and which knob acts on it.
 
-    Exit 0: the census ran. Exit 2: usage. Exit 3: the data cannot be used, or an --html/--markdown
+    Exit 0: the census ran (also when some endpoints of several could not be censused: each is one
+    line `endpoint I: not censused: REASON`, and an entry with `"error"` in --json). Exit 2: usage. Exit 3: the data cannot be used, or an --html/--markdown
     file cannot be written (the report is printed first; the file is written whole or not at all).
     Exit 4: the --prometheus server cannot be reached within --timeout/--deadline.
     """
@@ -109,6 +110,10 @@ def census(
         console = SafeConsole()  # label values like ":smile:" stay text
         for report in reports:
             render(report, console, full=full)
+        for failure in reports[0].failed_endpoints if reports else ():
+            # one line each: the good endpoints' reports stand, the run exits 0
+            console.print(f"endpoint {failure.instance}: not censused: {failure.reason}", markup=False,
+                          highlight=False, soft_wrap=True)
     _write_files(reports, html, markdown, say=not as_json)
 
 
