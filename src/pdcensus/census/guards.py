@@ -38,8 +38,14 @@ MIN_OTHER_SESSION_POLLS = 10
 # A gap between scrapes longer than this many median intervals (and GAP_SECONDS) breaks a clean span.
 GAP_INTERVALS = 5.0
 GAP_SECONDS = 10.0
-# Ramp-up ends when the rolling median reaches this share of the steady level (second half's median).
+# Ramp-up ends when the rolling median reaches this share of the steady level: the lower quartile of
+# the second half, not its median. A level that swings in steady state (vLLM's KV usage steps between
+# whole blocks as decoders cross them: 0.19 and 0.38 of a 16-block cache in turn) has a second-half
+# median that lands on the upper step half the time, and a 30 s median of the swing then never reaches
+# 0.9 of it: a steady run read as "still ramping". A real ramp (still growing in the second half, or
+# flat at its top there) has its lower quartile near its top, so it is still caught.
 RAMP_LEVEL = 0.9
+RAMP_STEADY_QUANTILE = 25.0
 RAMP_ROLL_SECONDS = 30.0
 # Still ramping: the ramp took more than this share of the window.
 RAMP_SHARE = 1.0 / 3.0
@@ -111,14 +117,15 @@ class WindowSupport:
 
 
 def _ramp_end(times: np.ndarray, level: np.ndarray | None) -> float:
-    """Seconds from the start until the rolling median of ``level`` reaches RAMP_LEVEL x its steady level."""
+    """Seconds from the start until the rolling median of ``level`` reaches RAMP_LEVEL x its steady level
+    (the second half's lower quartile)."""
     if level is None or times.size < 4:
         return 0.0
     ok = np.isfinite(level)
     if ok.sum() < 4:
         return 0.0
     t, v = times[ok], level[ok]
-    steady = float(np.median(v[v.size // 2:]))
+    steady = float(np.percentile(v[v.size // 2:], RAMP_STEADY_QUANTILE))
     if steady <= 0:
         return 0.0
     lo = np.searchsorted(t, t - RAMP_ROLL_SECONDS, side="left")
