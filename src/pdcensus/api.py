@@ -18,7 +18,7 @@ and pyarrow, which pdcensus does not install).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -159,8 +159,14 @@ def census_all(
     warnings: Sequence[str] = (),
     client_records: str | Path | None = None,
     argv: Argv | None = None,
+    twin: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> list[EndpointReport]:
     """One report per endpoint that carries engine metrics (or only ``instance``).
+
+    ``twin``: also run the calibrated twin (``pdcensus whatif``) on each recommendation that is not
+    minor, and carry its prediction beside the closed form's (:mod:`pdcensus.whatif.advice_check`;
+    a few seconds per recommendation, each announced through ``progress``).
 
     ``client_records``: a benchmark's per-request records (the InferenceX harness CSV, GuideLLM or
     vLLM ``benchmark_serving`` JSON) for the report's "what users felt" by prefill bucket.
@@ -171,7 +177,19 @@ def census_all(
                                                   client_records=records))
     if warnings:
         reports = [replace(r, source_warnings=tuple(warnings)) for r in reports]
-    return _advise(reports, source, evidence, target_decode_share, rec, start, end, argv)
+    advised = _advise(reports, source, evidence, target_decode_share, rec, start, end, argv)
+    return [_twin_checked(rec, r, progress) for r in advised] if twin else advised
+
+
+def _twin_checked(recording: Recording, report: EndpointReport,
+                  progress: Callable[[str], None] | None) -> EndpointReport:
+    from pdcensus.whatif.advice_check import check_report
+
+    if progress is not None:
+        for r in report.advice:
+            if not r.minor and r.knob.strip():
+                progress(f"running the calibrated twin on {r.knob.strip()} {r.value.strip()} ({report.instance}) ...")
+    return check_report(recording, report)
 
 
 def discover_prometheus(
@@ -223,6 +241,8 @@ def census_prometheus(
     evidence: str | Path | None = None,
     target_decode_share: float | None = None,
     argv: Argv | None = None,
+    twin: bool = False,
+    progress: Callable[[str], None] | None = None,
 ) -> list[EndpointReport]:
     """The census of every endpoint under ``selector`` on a Prometheus-compatible API.
 
@@ -239,7 +259,8 @@ def census_prometheus(
     recording, warnings = fetch_recording(url, selector=selector, start=start, end=end,
                                           names=census_sample_names(), auth=auth, timeout=timeout_seconds)
     return census_all(recording, instance=instance, segment=segment, evidence=evidence,
-                      target_decode_share=target_decode_share, warnings=warnings, argv=argv)
+                      target_decode_share=target_decode_share, warnings=warnings, argv=argv, twin=twin,
+                      progress=progress)
 
 
 def tables(report: CensusReport) -> dict[str, pl.DataFrame]:

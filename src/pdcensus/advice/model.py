@@ -94,6 +94,51 @@ class VerificationPlan:
 
 
 @dataclass(frozen=True)
+class TwinRow:
+    """One predicted figure two ways: the closed form's arithmetic and the calibrated twin's run.
+
+    ``now`` is the recording's value; ``closed_form`` NaN where the arithmetic says nothing about
+    this figure; ``twin`` the recording's value x the twin's after/before ratio, ``twin_low`` and
+    ``twin_high`` its range over the twin's seeds.
+    """
+
+    figure: str
+    unit: str
+    now: float
+    closed_form: float
+    twin: float
+    twin_low: float
+    twin_high: float
+    trust: str = "twin"  # "twin", "closed-form", or "between" (read the truth between the two)
+
+    def to_dict(self) -> dict[str, object]:
+        return {k: _clean(v) for k, v in self.__dict__.items()}
+
+
+@dataclass(frozen=True)
+class TwinCheck:
+    """The recommendation's effect as ``pdcensus whatif`` predicts it, beside the closed form.
+
+    ``trust`` names the figure to act on: ``"twin"`` where the twin calibrated on this
+    recording (its error within ``bound`` on every bounded figure) and ran the change,
+    ``"closed-form"`` where it was refused (``refused`` says why in one line).
+    """
+
+    setting: str  # the --set the twin ran, e.g. "--prefill-interleave=2"
+    trust: str
+    why: str
+    rows: tuple[TwinRow, ...] = ()
+    refused: str = ""
+    calibration_error: Mapping[str, float] = field(default_factory=dict)
+    seeds: int = 0
+
+    def to_dict(self) -> dict[str, object]:
+        return {"setting": self.setting, "trust": self.trust, "why": self.why,
+                "rows": [r.to_dict() for r in self.rows], "refused": self.refused or None,
+                "calibration_error": _clean(self.calibration_error), "seeds": self.seeds}
+
+
+@dataclass(frozen=True)
 class Recommendation:
     """One knob to turn, with the effect predicted from the census's own ledger and buckets.
 
@@ -124,6 +169,8 @@ class Recommendation:
     def argv_fragment(self) -> str:
         return f"{self.knob} {self.value}"
     minor: bool = False  # the mechanism it acts on is minor (the views print it in one line)
+    # the calibrated twin's prediction of the same change (``census --twin``; None where not asked)
+    twin: TwinCheck | None = None
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -143,6 +190,8 @@ class Recommendation:
             "deploy": _clean(self.deploy),
             "dial_state": self.dial_state,
             "minor": self.minor,
+            "predicted_by": "closed-form",
+            "twin": self.twin.to_dict() if self.twin is not None else None,
         }
 
 

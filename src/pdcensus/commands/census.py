@@ -46,6 +46,9 @@ def census(
         "--cmdline", help="The engine's deployed argv for the advice: a saved /proc/PID/cmdline (NUL-separated), a "
                           "one-line text file, or a sim dir holding `cmdline` (wins over --evidence's argv).")] = None,
     pid: Annotated[Optional[int], typer.Option("--pid", help="Read the deployed argv from /proc/PID/cmdline.")] = None,
+    twin: Annotated[bool, typer.Option(
+        "--twin", help="Also run the calibrated twin (`pdcensus whatif`) on each recommendation and print its "
+                       "prediction beside the closed form's, naming which to trust (a few seconds per knob).")] = False,
     prometheus: remote.PrometheusOpt = None,
     selector: Annotated[Optional[str], typer.Option(
         "--selector", help="Label matchers for the endpoints, e.g. '{job=\"vllm\"}' (default: every endpoint with "
@@ -89,7 +92,8 @@ def census(
             reports = api.census_prometheus(prometheus, selector=selector, start=t0, end=t1, instance=instance,
                                             segment=segment, auth=connection.auth(),
                                             timeout_seconds=connection.timeout_seconds, evidence=evidence,
-                                            target_decode_share=target_decode_share, argv=argv)
+                                            target_decode_share=target_decode_share, argv=argv, twin=twin,
+                                            progress=_say)
     elif source is None:
         raise UsageError("give a recording (file or sim output dir) or --prometheus URL")
     else:
@@ -97,7 +101,7 @@ def census(
         reports = api.census_all(source, instance=instance, start=t0_file, end=t1_file, segment=segment,
                                  evidence=evidence if evidence is not None else api.AUTO,
                                  target_decode_share=target_decode_share, client_records=client_records,
-                                 argv=argv)
+                                 argv=argv, twin=twin, progress=_say)
     for warning in reports[0].source_warnings if reports else ():
         print(escape_controls(f"warning: {warning}"), file=sys.stderr)
     if as_json:
@@ -115,6 +119,11 @@ def census(
             console.print(f"endpoint {failure.instance}: not censused: {failure.reason}", markup=False,
                           highlight=False, soft_wrap=True)
     _write_files(reports, html, markdown, say=not as_json)
+
+
+def _say(line: str) -> None:
+    """Progress of long work, on stderr (stdout stays the report or the JSON)."""
+    print(escape_controls(f"census: {line}"), file=sys.stderr)
 
 
 def _write_files(reports: list[EndpointReport], html: Path | None, markdown: Path | None, say: bool) -> None:

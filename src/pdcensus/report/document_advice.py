@@ -18,6 +18,8 @@ from pdcensus.report.document_blocks import (
 )
 from pdcensus.report.document_labels import column_label, predicted_row, predicted_value
 from pdcensus.report.terminal_advice import TTFT_TRUST, TTFT_TRUST_NO_REPLAY
+from pdcensus.report.twin_view import HEADER as TWIN_HEADER
+from pdcensus.report.twin_view import row_cells, source_line, trust_line
 
 
 def advice_blocks(advice: Sequence[Recommendation], level: int, anchor_suffix: str = "",
@@ -54,7 +56,12 @@ def recommendation_blocks(rec: Recommendation, level: int, index: int, anchor_su
     if rec.predicted:
         out.append(Table(("predicted", "value"),
                          tuple(predicted_row(k, v) for k, v in rec.predicted.items()),
-                         caption="Predicted from this endpoint's own ledger and buckets.", numeric=(1,)))
+                         caption=source_line(rec)[0].upper() + source_line(rec)[1:] + ".", numeric=(1,)))
+    if rec.twin is not None:
+        if rec.twin.rows:
+            out.append(Table(TWIN_HEADER, tuple(row_cells(r) for r in rec.twin.rows),
+                             caption="The same change predicted two ways.", numeric=(1, 2, 3)))
+        out.append(Paragraph(trust_line(rec.twin), Tone.WARNING if rec.twin.trust != "twin" else Tone.MUTED))
     if rec.cost and not brief:
         out.append(Paragraph("Cost: " + rec.cost, Tone.WARNING))
     if rec.preconditions:

@@ -22,6 +22,8 @@ from pdcensus.report.safe_console import literal
 from pdcensus.advice import gate
 from pdcensus.advice.model import ArmVerdict, Recommendation
 from pdcensus.report.terminal_fit import fit_table
+from pdcensus.report.twin_view import HEADER as TWIN_HEADER
+from pdcensus.report.twin_view import row_cells, source_line, trust_line
 
 _TRADEOFF_COLUMNS = (
     ("interleave", "N", "{:.0f}"),
@@ -67,6 +69,22 @@ def _finite(value: object) -> bool:
     return isinstance(value, (int, float)) and math.isfinite(float(value))
 
 
+def prediction_parts(rec: Recommendation, console: Console, width: int) -> list[RenderableType]:
+    """Where the predicted figures come from; with ``census --twin``, the twin's beside them and which to trust."""
+    parts: list[RenderableType] = [literal(source_line(rec), style="dim")]
+    if rec.twin is None:
+        return parts
+    if rec.twin.rows:
+        twin = Table(title="the same change predicted two ways", title_justify="left", box=box.SIMPLE)
+        for i, name in enumerate(TWIN_HEADER):
+            twin.add_column(name, justify="left" if i == 0 else "right")
+        for r in rec.twin.rows:
+            twin.add_row(*(literal(c) for c in row_cells(r)))
+        parts.append(fit_table(twin, console, width))
+    parts.append(literal(trust_line(rec.twin), style="bold" if rec.twin.trust == "twin" else "yellow"))
+    return parts
+
+
 def render_advice(advice: Sequence[Recommendation], console: Console, none_text: str = "no advice") -> None:
     """One panel per recommendation, in the order the advice pass gave them (``none_text`` when there is none)."""
     if not advice:
@@ -85,6 +103,7 @@ def render_advice(advice: Sequence[Recommendation], console: Console, none_text:
                                           f"[cyan]{_e(str(rollback or '-'))}[/cyan] "
                                           + ("(an env line, not a rebuild)" if rec.deploy.get("env") or not rec.deploy
                                              else f"({rec.engine} reads no env for it: restart with this argv)")))
+        parts.extend(prediction_parts(rec, console, inner))
         if rec.cost:
             parts.append(Text.from_markup(f"cost: {_e(rec.cost)}"))
         for pre in rec.preconditions:

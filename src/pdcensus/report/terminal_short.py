@@ -18,6 +18,7 @@ from rich.text import Text
 from pdcensus.report.safe_console import literal
 from pdcensus.census.model import Mechanism
 from pdcensus.report.summary import Summary
+from pdcensus.report.terminal_advice import prediction_parts
 from pdcensus.report.terminal_fit import fit_table
 
 __all__ = ["COLOR", "section", "render_summary", "render_footer"]
@@ -83,6 +84,8 @@ def render_advice_short(s: Summary, console: Console) -> None:
         return
     section(console, "Advice", f"for {rec.mechanism}: {rec.knob} {rec.value}".rstrip())
     console.print(literal(rec.summary))
+    for part in prediction_parts(rec, console, console.width):
+        console.print(part)
     if rec.env_line:
         tail = ("(an env line, not a rebuild)" if rec.deploy.get("env") or not rec.deploy
                 else f"({rec.engine} reads no env for it: restart with this argv)")

@@ -1,0 +1,118 @@
+"""One prediction per knob: each recommendation's effect as the calibrated twin predicts it.
+
+The advice computes a recommendation's effect in closed form from the ledger and the buckets
+(:mod:`pdcensus.advice.predict`): quick, and blind to what the engine's scheduler does with a
+queue, a batch that changes composition, or a prefill that no longer finishes inside a bucket.
+``pdcensus whatif`` runs the engine's model itself, calibrated to the same recording. Two
+answers to one question confuse an operator (on the demo the closed form said per-stream decode
+in the heaviest bucket x1.88 for ``--prefill-interleave 2``, the twin x1.20 and the simulator
+run with the knob x1.11), so ``census --twin`` runs the twin on every recommendation that is
+not minor and puts its figures beside the closed form's, with the one to trust named:
+
+- the twin for per-stream decode, where it calibrated on this recording (every bounded figure's
+  error within ``whatif``'s bound) and accepted the knob; for the TTFT p90 neither alone: read
+  between the two (measured against the simulator run with the knob, ``bench/three_way.py``:
+  per-stream decode median error 10 % twin, 26 % closed form; TTFT p90 33 % twin, 22 % closed form);
+- the closed form, where the twin was refused, with the refusal's one line.
+
+A recommendation that is not a flag (a capacity change: ``capacity=x1.3``) is left as it is.
+
+Figures are those both sides can state on the recording's own prefill-rate edges: per-stream
+decode in the heaviest bucket and in the idle one, and the heaviest bucket's TTFT p90 (the
+closed form's replay of the prefill trace where it ran, its queueing model otherwise).
+It runs here, above the advice, because the advice never sees the simulator (tests/test_layers.py).
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+
+from pdcensus.advice.endpoint_report import EndpointReport, side_evidence_of
+from pdcensus.advice.model import Recommendation, TwinCheck, TwinRow
+from pdcensus.errors import DataError, UsageError
+from pdcensus.series.model import Recording
+from pdcensus.whatif.model import BucketPrediction, Spread, WhatIfResult
+from pdcensus.whatif.run import DEFAULT_BOUND, what_if
+
+TWIN_SEEDS = 2  # each seed is one twin run before and one after: ~3 s each on the demo's hour
+TRUST_TWIN = ("per-stream decode: the twin (it runs the engine's scheduler on this recording's traffic, calibrated "
+              "within {bound:.0%}; the closed form ignores queueing and the batch's make-up); TTFT p90: read between "
+              "the two (near a queue both miss by tens of percent)")
+
+
+def _first_finite(predicted: Mapping[str, float], *keys: str) -> float:
+    for key in keys:
+        value = predicted.get(key, math.nan)
+        if isinstance(value, (int, float)) and math.isfinite(value):
+            return float(value)
+    return math.nan
+
+
+def _scaled(observed: float, before: Spread, after: Spread) -> tuple[float, float, float]:
+    """The recording's value x the twin's after/before ratio (median, and the after range over the before median)."""
+    if not (math.isfinite(observed) and math.isfinite(before.median) and before.median > 0):
+        return math.nan, math.nan, math.nan
+    k = observed / before.median
+    return after.median * k, after.low * k, after.high * k
+
+
+def twin_rows(rec: Recommendation, result: WhatIfResult) -> tuple[TwinRow, ...]:
+    """The figures both the closed form and the twin state, on the recording's bucket edges."""
+    if not result.buckets:
+        return ()
+    idle, heavy = result.buckets[0], result.buckets[-1]
+    p = rec.predicted
+
+    def row(figure: str, unit: str, b: BucketPrediction, per_stream: bool, closed: float) -> TwinRow:
+        if per_stream:
+            now, before, after = b.observed_per_stream_tokens_per_second, b.twin_before_per_stream, b.twin_after_per_stream
+        else:
+            now, before, after = b.observed_ttft_p90_seconds, b.twin_before_ttft_p90, b.twin_after_ttft_p90
+        twin, low, high = _scaled(now, before, after)
+        # bench/three_way.py against the simulator run with the knob: the twin's per-stream decode is the
+        # closer (median error 10 % vs the closed form's 26 %), neither's TTFT p90 is (33 % vs 22 %)
+        return TwinRow(figure, unit, now, closed, twin, low, high, "twin" if per_stream else "between")
+
+    return (
+        row(f"per-stream decode, heaviest bucket ({heavy.bucket})", "tok/s", heavy, True,
+            _first_finite(p, "busy_bucket_per_stream_tokens_per_second_predicted",
+                          "per_stream_tokens_per_second_during_prefill")),
+        row("per-stream decode, idle bucket", "tok/s", idle, True, math.nan),
+        row(f"TTFT p90, heaviest bucket ({heavy.bucket})", "s", heavy, False,
+            _first_finite(p, "busy_ttft_p90_seconds_replay", "busy_ttft_p90_seconds_queueing")),
+    )
+
+
+def check_recommendation(recording: Recording, rec: Recommendation, argv: Sequence[str], instance: str | None,
+                         seeds: int = TWIN_SEEDS) -> TwinCheck:
+    """Run the twin on ``rec``'s knob and value; a refusal (or a knob the twin cannot set) is the closed form's."""
+    setting = f"{rec.knob.strip()}={rec.value.strip()}"
+    try:
+        result = what_if(recording, [setting], argv=argv, instance=instance, seeds=seeds)
+    except (UsageError, DataError) as exc:
+        return TwinCheck(setting, "closed-form", f"the twin cannot run it: {exc}", refused=str(exc), seeds=seeds)
+    errors = {k: v for k, v in result.calibration_error.items() if math.isfinite(v)}
+    if result.refused:
+        return TwinCheck(setting, "closed-form", f"the twin was refused: {result.refused}", refused=result.refused,
+                         calibration_error=errors, seeds=seeds)
+    rows = twin_rows(rec, result)
+    if not rows or not math.isfinite(rows[0].twin):
+        return TwinCheck(setting, "closed-form", "the twin gave no heaviest-bucket figure on this recording",
+                         rows=rows, calibration_error=errors, seeds=seeds)
+    return TwinCheck(setting, "twin", TRUST_TWIN.format(bound=result.bound if result.bound else DEFAULT_BOUND),
+                     rows=rows, calibration_error=errors, seeds=seeds)
+
+
+def check_report(recording: Recording, report: EndpointReport, argv: Sequence[str] = (),
+                 seeds: int = TWIN_SEEDS) -> EndpointReport:
+    """``report`` with every recommendation that is not minor carrying its :class:`TwinCheck`."""
+    if not argv:
+        deployed = side_evidence_of(report).argv
+        argv = shlex.split(deployed) if deployed else ()
+    checked = tuple(rec if rec.minor or not rec.knob.strip().startswith("--") else  # capacity is no flag
+                    replace(rec, twin=check_recommendation(recording, rec, argv, report.instance, seeds))
+                    for rec in report.advice)
+    return replace(report, advice=checked)

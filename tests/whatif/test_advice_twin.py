@@ -1,0 +1,83 @@
+"""One prediction per knob (issue #26 item 4): ``census --twin`` puts the calibrated twin's figures
+beside the advice's closed form, names which to trust, and says so in every view.
+
+On a simulated step-time-sharing hour the twin calibrates (within whatif's bound) and accepts
+``--prefill-interleave``, so the twin is the one to trust; a knob the twin cannot set leaves the
+closed form trusted with the twin's one-line reason. Without ``--twin`` each view says the
+figures are the closed form's.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from pdcensus import api
+from pdcensus.sim.output import write_sim_dir
+from pdcensus.sim.run import simulate
+from pdcensus.whatif.advice_check import check_recommendation
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def sharing_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("twin") / "sts"
+    write_sim_dir(simulate("step-time-sharing", duration_seconds=3600, seed=3), out)
+    return out
+
+
+def test_the_headline_knob_carries_the_twin_beside_the_closed_form(sharing_dir: Path) -> None:
+    seen: list[str] = []
+    report = api.census_all(sharing_dir, twin=True, progress=seen.append)[0]
+    rec = report.advice[0]
+    assert rec.knob == "--prefill-interleave" and rec.twin is not None, rec
+    assert seen and "--prefill-interleave" in seen[0]
+    check = rec.twin
+    assert check.trust == "twin" and not check.refused, check.why
+    heavy = check.rows[0]
+    assert heavy.figure.startswith("per-stream decode, heaviest bucket")
+    # the closed form's figure is the advice's own, the twin's is its own run with a range over seeds
+    assert heavy.closed_form == pytest.approx(rec.predicted["busy_bucket_per_stream_tokens_per_second_predicted"])
+    assert heavy.now == pytest.approx(rec.predicted["measured_busy_per_stream_tokens_per_second"])
+    assert heavy.twin_low <= heavy.twin <= heavy.twin_high
+    assert heavy.twin > heavy.now  # held decode-only steps give decoders beside a prefill more tokens
+    assert heavy.trust == "twin" and check.rows[-1].figure.startswith("TTFT p90") and check.rows[-1].trust == "between"
+    assert all(abs(v) <= 0.25 for k, v in check.calibration_error.items() if k.startswith("per_stream"))
+    d = json.loads(json.dumps(report.to_dict(), allow_nan=False))
+    assert d["advice"][0]["predicted_by"] == "closed-form" and d["advice"][0]["twin"]["trust"] == "twin"
+
+
+def test_a_knob_the_twin_cannot_set_leaves_the_closed_form_trusted_with_the_reason(sharing_dir: Path) -> None:
+    report = api.census_all(sharing_dir)[0]
+    rec = replace(report.advice[0], knob="--no-such-knob", value="3")
+    check = check_recommendation(api._recording(sharing_dir / "metrics.om"), rec, (), None, seeds=1)
+    assert check.trust == "closed-form" and check.refused and not check.rows
+    assert "--no-such-knob" in check.why
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pdcensus", *args], capture_output=True, text=True, timeout=600,
+                          env={**os.environ, "COLUMNS": "120"})
+
+
+def test_every_view_prints_the_same_trust_line_and_says_closed_form_without_twin(sharing_dir: Path,
+                                                                                 tmp_path: Path) -> None:
+    md = tmp_path / "r.md"
+    with_twin = _cli("census", str(sharing_dir), "--twin", "--markdown", str(md))
+    assert with_twin.returncode == 0, with_twin.stderr
+    assert "running the calibrated twin on --prefill-interleave" in with_twin.stderr
+    trust = [line for line in md.read_text().splitlines() if "trust: per-stream decode: the twin" in line]
+    assert trust, md.read_text()[-2000:]
+    assert "trust: per-stream decode: the twin" in " ".join(with_twin.stdout.split())
+    assert "| per-stream decode, heaviest bucket" in md.read_text()
+    plain = _cli("census", str(sharing_dir))
+    assert plain.returncode == 0, plain.stderr
+    assert "predicted in closed form" in " ".join(plain.stdout.split())
+    assert "trust: per-stream decode" not in plain.stdout
