@@ -231,7 +231,7 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
     inputs = verdict_inputs(measured)
     # sharing and eviction are shares of the running decoders' time; the stall's share counts the
     # preempted sequences too, so only the first two must fit in the whole together
-    shares = {"sharing": float(_sharing(inputs)[0]), "eviction": float(inputs.eviction_loss()[0])}
+    shares = {"sharing": float(inputs.sharing_loss()[0]), "eviction": float(inputs.eviction_loss()[0])}
     over = check_shares(shares, ledger=excess is not None)
     if over is not None and excess is not None:  # the ledger's shares cannot be true: census without it
         ledger = LedgerResult(False, "withheld: " + over.text)
@@ -297,10 +297,6 @@ def _ledger_ms_per_1k(s: ShapeSignals, excess: LedgerExcess | None, dt: np.ndarr
                                   float(tokens))
 
 
-def _sharing(x: VerdictInputs) -> np.ndarray:
-    return x.sharing if x.sharing is not None else x.collapse
-
-
 _SHARES = (("step_time_sharing", "step-time sharing"), ("eviction", "eviction"),
            ("preemption_stall", "preemption stall"))
 
@@ -328,7 +324,7 @@ def _in_domain(losses: LossShares) -> tuple[LossShares, tuple[str, ...]]:
 
 
 def _losses(x: VerdictInputs, preemption_basis: str, ledger: bool) -> LossShares:
-    sts, ev = _sharing(x), x.eviction_loss()
+    sts, ev = x.sharing_loss(), x.eviction_loss()
     return LossShares(
         float(sts[0]), interval(sts), "ledger: chunk time beyond decode-only steps" if ledger
         else "rates: per-stream deficit while prefill runs (no ledger)",

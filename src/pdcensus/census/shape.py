@@ -154,17 +154,18 @@ def split_shapes(endpoint: Endpoint, families: dict[str, Family]) -> ShapeSplit:
                 why = (SegmentStart.NEW_FAMILY,
                        f"first sample of {example} (absent before): build {before.profile.name} -> "
                        f"{after.profile.name}")
-        if why is None and broken[pos]:
-            why = (SegmentStart.CLOCK_BREAK, break_reason(float(ts[pos] - ts[pos - 1]), interval))
         if why is None and (down_between[pos] or gap[pos]):
             kind = SegmentStart.UP_ZERO if down_between[pos] else SegmentStart.GAP
             what = "up=0" if down_between[pos] else f"a {ts[pos] - ts[pos - 1]:.0f} s gap"
             both = cpres[pos] & cpres[pos - 1] & (cvals[pos - 1] > 0) if counter_cols else np.zeros(0, bool)
-            if both.any():
+            if not both.any():
+                why = (kind, f"{what} and no counter shows whether the process restarted")
+            elif not broken[pos]:
                 notes.setdefault(len(starts) - 1, []).append(
                     f"{what} before {_fmt_time(ts[pos])}: {int(both.sum())} counters continuous, same process")
-            else:
-                why = (kind, f"{what} and no counter shows whether the process restarted")
+        # the same process, counters running on, but an interval no rate can be spread over: split anyway
+        if why is None and broken[pos]:
+            why = (SegmentStart.CLOCK_BREAK, break_reason(float(ts[pos] - ts[pos - 1]), interval))
         if why is not None:
             starts.append((pos, why[0], why[1]))
             seen = seen_before

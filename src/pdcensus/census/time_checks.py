@@ -22,8 +22,11 @@ from pdcensus.errors import DataError
 
 # An interval longer than this many median scrape intervals is a break, not a scrape ...
 BREAK_FACTOR = 10.0
-# ... when it is also longer than this (a 1 s scrape missing 12 s is a missed scrape, not a break).
-BREAK_MIN_SECONDS = 30.0
+# ... when it is also longer than this: Prometheus's own lookback delta (5 min, the staleness a
+# series reaches when no sample comes), beyond which PromQL bridges no interval either. A 1 s poller
+# that paused 35 s with its counters running on (an InferenceX run, tp8_bs512_offloadoff_s_8) is a
+# missed stretch of scrapes, not a break: splitting there left its latest segment 6 scrapes long.
+BREAK_MIN_SECONDS = 300.0
 # A median scrape interval above this is refused: the step-level signals do not survive it.
 MAX_SCRAPE_INTERVAL_SECONDS = 600.0
 # The reason's name, as it appears in the refusal (tests and users grep for it).

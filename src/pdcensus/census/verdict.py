@@ -70,12 +70,6 @@ class Detection:
     itl_ratio: float
 
 
-def _sharing_loss(x: VerdictInputs) -> np.ndarray:
-    if x.sharing is not None:
-        return x.sharing
-    return np.asarray(np.clip(np.nan_to_num(x.collapse), 0.0, None))
-
-
 def signature_tests(x: VerdictInputs) -> list[SignatureTest | None]:
     """Every signature test the data allows, in the order a found one is preferred."""
     reps = x.lag0_effect.shape[0]
@@ -136,7 +130,7 @@ def detect(x: VerdictInputs) -> dict[Mechanism, Detection]:
             if not by_rate and x.depth_from_steps and np.isfinite(x.itl_depth) and x.itl_depth < 1.0:
                 # what decoders felt, per token (where the histogram shows a loss at all; else the counted ratio)
                 depth, depth_iv = x.itl_depth, (float("nan"), float("nan"))
-            out[Mechanism.STEP_TIME_SHARING] = Detection(sharing, sharing_hits, _sharing_loss(x), depth, depth_iv,
+            out[Mechanism.STEP_TIME_SHARING] = Detection(sharing, sharing_hits, x.sharing_loss(), depth, depth_iv,
                                                          x.busy_share, x.itl_busy_ratio)
     if stall is not None and stall_hits is not None:
         out[Mechanism.PREEMPTION_STALL] = Detection(stall, stall_hits, x.preemption, x.preemption_depth,
@@ -187,7 +181,7 @@ def _evidence(x: VerdictInputs, tests: list[SignatureTest | None]) -> list[Evide
                            "cannot occur here"))
     if x.recovery_effect is None and x.recovery_note:
         ev.append(Evidence(Signature.RECOVERY_SLOPE.value, None, None, False, x.recovery_note))
-    for m, reps in ((Mechanism.STEP_TIME_SHARING, _sharing_loss(x)), (Mechanism.EVICTION, x.eviction_loss()),
+    for m, reps in ((Mechanism.STEP_TIME_SHARING, x.sharing_loss()), (Mechanism.EVICTION, x.eviction_loss()),
                     (Mechanism.PREEMPTION_STALL, x.preemption)):
         lo, hi = interval(reps)
         value = float(reps[0])
@@ -207,7 +201,7 @@ def _net_of_reprefill(x: VerdictInputs, found: list[Found], ev: list[Evidence]) 
     live vLLM preemption runs (bench/vllm_live.py) 76-89 % of the reconstructed prefill was
     re-prefill and no new prompt was long.
     """
-    loss = _sharing_loss(x)
+    loss = x.sharing_loss()
     stall = next((f for f in found if f.mechanism is Mechanism.PREEMPTION_STALL), None)
     if stall is None or stall.severity is not Severity.MATERIAL or not 0.0 < x.reprefill_share <= 1.0:
         return loss

@@ -88,6 +88,14 @@ class VerdictInputs:
     # what the guards allow (pdcensus.census.guards): another session, a window that holds the tail, ramp-up
     limits: VerdictLimits | None = None
 
+    def sharing_loss(self) -> np.ndarray:
+        """Decoders' time lost to step-time sharing per replicate: the ledger's share where it ran, else
+        the collapse while prefill runs; a loss is never below zero, and an unknown one counts as none
+        (as :meth:`eviction_loss`). The one definition: the verdict and the losses table both read it."""
+        if self.sharing is not None:
+            return self.sharing
+        return np.asarray(np.clip(np.nan_to_num(self.collapse), 0.0, None))
+
     def eviction_loss(self) -> np.ndarray:
         """Decoders' time lost to eviction per replicate: the largest of the lagged-tail deficit, the
         inflated decode-only steps and the deficit before recovery (each its own reading of one loss)."""
