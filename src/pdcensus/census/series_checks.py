@@ -59,7 +59,7 @@ def stuck_gauges(ep: Endpoint, families: dict[str, Family], read: Iterable[str])
             continue
         vals = ep.values[ep.present[:, i], i]
         vals = vals[np.isfinite(vals)]
-        if vals.size >= MIN_STUCK_SAMPLES and float(np.ptp(vals)) == 0.0:
+        if vals.size >= MIN_STUCK_SAMPLES and bool(np.all(vals == vals[0])):  # ptp overflows at +-max float
             out.append(f"{key.name} = {vals[0]:g} on all {vals.size} scrapes")
     return out
 

@@ -30,7 +30,7 @@ class _StageProgress:
                 return
             self.last[stage] = tenth
         suffix = f" {note}" if note else ""
-        print(f"{stage}: [{done}/{total}]{suffix}", file=sys.stderr, flush=True)
+        print(escape_controls(f"{stage}: [{done}/{total}]{suffix}"), file=sys.stderr, flush=True)
 
 
 def _taken(result: FleetResult) -> str:
@@ -141,7 +141,7 @@ def fleet_command(
         from pdcensus.fleet.page import write_fleet_page
 
         write_fleet_page(result, html, reports_href=reports_dir.name)
-        print(f"wrote {html}", file=sys.stderr)
+        print(escape_controls(f"wrote {html}"), file=sys.stderr)
     if as_json:
         typer.echo(json.dumps(result.to_dict(), allow_nan=False))
     else:
