@@ -44,8 +44,7 @@ class HostileServer:
                     owner.requests += 1
                     n = owner.requests
                 length = int(self.headers.get("Content-Length") or 0)
-                if length:
-                    self.rfile.read(length)
+                self.body = self.rfile.read(length) if length else b""  # for a handler that checks it
                 try:
                     handler(self, n)
                 except (BrokenPipeError, ConnectionResetError):

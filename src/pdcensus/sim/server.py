@@ -12,9 +12,10 @@ uvicorn runs on uvloop with the httptools parser, as ``uvicorn[standard]`` does 
 Why starlette + uvicorn: they are the stack vLLM's own OpenAI server runs on (through
 FastAPI), so clients meet the same HTTP/1.1 framing, chunked SSE and keep-alive behaviour;
 uvicorn brings a tested graceful shutdown (stop accepting, let responses finish, then cancel)
-that we only extend: on SIGTERM or SIGINT new requests get 503, streams in flight have
-``drain_seconds`` to finish and are then ended cleanly (an error event and ``[DONE]``), and the
-process exits 0. uvicorn re-raises a captured signal after shutdown (so the process would die
+that we only extend: on SIGTERM or SIGINT the socket stays open while the drain lasts, new
+requests on any route get 503 with OpenAI's error object and ``Connection: close``, streams in
+flight have ``drain_seconds`` to finish and are then ended cleanly (an error event and
+``[DONE]``), and the process exits 0. uvicorn re-raises a captured signal after shutdown (so the process would die
 of it); :class:`_Server` keeps the clean exit instead.
 """
 
@@ -43,6 +44,11 @@ from pdcensus.sim.server_openai import ApiError, models_list
 from pdcensus.sim.server_stream import GenerationApp
 
 DEFAULT_DRAIN_SECONDS = 5.0
+# After a signal the socket stays open at least this long (never past --drain-seconds), even
+# with nothing in flight: a request already on its way (a load balancer that has not yet seen
+# the endpoint go) gets a 503 it can retry elsewhere, not a reset from a closed socket.
+DRAIN_LINGER_SECONDS = 1.0
+_DRAIN_POLL_SECONDS = 0.05
 
 
 @dataclass(frozen=True)
@@ -146,6 +152,27 @@ class _Server(uvicorn.Server):
     async def serve(self, sockets: list[socket.socket] | None = None) -> None:
         self.loop = asyncio.get_running_loop()
         await super().serve(sockets)
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        await self.drain()
+        await super().shutdown(sockets)
+
+    async def drain(self) -> None:
+        """Keep accepting while what is in flight finishes; the app answers new requests 503.
+
+        uvicorn's own shutdown closes the listening socket at once, so a request sent just
+        after SIGTERM met a reset. Here the socket stays open until no request is in flight
+        (and at least ``DRAIN_LINGER_SECONDS`` have passed) or ``drain_seconds`` are up, when
+        the live engine cuts the streams left; then uvicorn's shutdown runs as before.
+        """
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        linger = min(self.drain_seconds, DRAIN_LINGER_SECONDS)
+        while not self.force_exit:
+            spent = loop.time() - began
+            if spent >= self.drain_seconds or (spent >= linger and not self.server_state.tasks):
+                return
+            await asyncio.sleep(_DRAIN_POLL_SECONDS)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
         await super().startup(sockets)

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import sys
 from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -70,6 +71,26 @@ async def _read_body(receive: Receive) -> bytes:
         parts.append(chunk)
         if not message.get("more_body", False):
             return b"".join(parts)
+
+
+def _parse_json(raw: bytes) -> Any:
+    """The request body as JSON, or a 400 :class:`ApiError`, whatever the body holds.
+
+    Besides malformed JSON, Python's parser raises a plain ``ValueError`` for an integer of
+    more than 4,300 digits (the int-string conversion limit) and ``RecursionError`` for arrays
+    or objects nested about a thousand deep: both are the client's fault, so both are a 400
+    with the usual error object, never a 500 and a traceback in the log.
+    """
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        raise ApiError(400, "the request body is not valid JSON: arrays or objects nested too deep") from None
+    except json.JSONDecodeError as exc:
+        raise ApiError(400, f"the request body is not valid JSON: {exc}") from None
+    except ValueError as exc:  # UnicodeDecodeError, or an integer past the digits limit
+        what = (f"an integer has more than {sys.get_int_max_str_digits()} digits"
+                if "integer string conversion" in str(exc) else str(exc)[:200])
+        raise ApiError(400, f"the request body is not valid JSON: {what}") from None
 
 
 async def _watch_disconnect(receive: Receive, request: LiveRequest) -> None:
@@ -142,6 +163,13 @@ class GenerationApp:
         self.other = other
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and self.live.draining:
+            # every request that arrives after SIGTERM, on any route, gets this (responses in
+            # flight finish): `Connection: close` so a keep-alive client does not send its next
+            # request into a server about to close the socket
+            err = ApiError(503, "the server is shutting down", None, "server_shutting_down", "server_error")
+            await _send_json(send, 503, err.body(), [(b"connection", b"close")])
+            return
         kind = GENERATION_PATHS.get(scope.get("path", "")) if scope["type"] == "http" else None
         if kind is None:
             await self.other(scope, receive, send)
@@ -153,13 +181,8 @@ class GenerationApp:
     async def _generate(self, kind: ApiKind, receive: Receive, send: Send) -> None:
         live = self.live
         try:
-            if live.draining:
-                raise ApiError(503, "the server is shutting down", None, "server_shutting_down", "server_error")
             raw = await _read_body(receive)
-            try:
-                body = json.loads(raw)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise ApiError(400, f"the request body is not valid JSON: {exc}") from None
+            body = _parse_json(raw)
             parsed = parse_request(kind, body, live.config.model, live.config.max_model_len)
         except ApiError as exc:
             await _send_json(send, exc.status, exc.body())

@@ -7,7 +7,12 @@ turns that envelope into data plus warnings, and every failure into one of our e
 ::
 
     timeout / connection error / 5xx / 429  -> retried with exponential backoff within the
-                                               call's deadline, then SourceUnreachableError (exit 4)
+                                               call's deadline, then SourceUnreachableError (exit 4);
+                                               a Retry-After is waited out, or ends the tries at
+                                               once if it is past the deadline
+    a redirect                              -> followed within the same origin, else
+                                               SourceUnreachableError (exit 4) naming its target
+                                               (:mod:`pdcensus.sources.http_hops` says why)
     401 / 403 / 404                         -> SourceUnreachableError (exit 4), not retried
     400 / 422 with errorType bad_data       -> UsageError (exit 2): the query was refused
     other API error, invalid/truncated JSON,
@@ -26,6 +31,7 @@ or query string and are scrubbed of the secret before they are raised.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
 import ssl
@@ -39,8 +45,9 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from pdcensus.errors import CensusError, DataError, SourceUnreachableError, UsageError
+from pdcensus.sources.http_hops import REDIRECT_STATUSES, redirect_refusal, retry_after_seconds
 from pdcensus.sources.limits import MAX_BODY_ENV, deadline_left, max_body_bytes, read_capped
-from pdcensus.sources.prometheus_shapes import check_data
+from pdcensus.sources.prometheus_shapes import api_error_suffix, api_error_type, check_data, notes
 
 _RETRY_STATUS = frozenset({429, 500, 502, 503, 504})
 # The API answered that the query itself timed out or failed (Prometheus sends 503 for a query
@@ -243,9 +250,10 @@ class ApiClient:
         last = ""
         attempts = 0
         began: float | None = None
+        asked: float | None = None  # the last answer's Retry-After, in seconds
         for attempt in range(self.retry.attempts):
             if attempt:
-                delay = self.retry.delay_seconds(attempt - 1)
+                delay = max(self.retry.delay_seconds(attempt - 1), asked or 0.0)
                 if began is not None and self._budget(began) <= delay:
                     break  # no time left for another try
                 await asyncio.sleep(delay)
@@ -265,8 +273,15 @@ class ApiClient:
             except httpx.TransportError as exc:
                 last = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
                 continue
-            if answer.status_code in _RETRY_STATUS and _api_error_type(answer.content) not in _ANSWERED:
-                last = f"HTTP {answer.status_code} {answer.reason_phrase}{_api_error_suffix(answer.content)}"
+            if answer.status_code in _RETRY_STATUS and api_error_type(answer.content) not in _ANSWERED:
+                last = f"HTTP {answer.status_code} {answer.reason_phrase}{api_error_suffix(answer.content)}"
+                asked = retry_after_seconds(answer.retry_after, time.time())
+                if asked is not None and began is not None and asked >= self._budget(began):
+                    said = (answer.retry_after or "").strip()[:40]
+                    tries = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
+                    raise self._fail(SourceUnreachableError,
+                                     f"cannot reach {url}: {last}, with Retry-After {said!r} ({asked:g}s), past the "
+                                     f"{self._budget_name(began)}; not retried ({tries})")
                 continue
             return self._decode(url, answer, path)
         overall = deadline_left()
@@ -281,18 +296,47 @@ class ApiClient:
         overall = deadline_left()
         return min(left, overall[0]) if overall is not None else left
 
-    async def _send(self, path: str, params: Mapping[str, Any] | None, post: bool, url: str) -> _Answer:
+    def _budget_name(self, began: float) -> str:
+        """Which deadline binds now, and what is left of it, for an error message."""
+        left = self.timeout_seconds - (time.monotonic() - began)
+        overall = deadline_left()
+        if overall is not None and overall[0] < left:
+            return f"{max(0.0, overall[0]):.1f}s left of the --deadline of {overall[1]:g}s"
+        return f"{max(0.0, left):.1f}s left of the --timeout of {self.timeout_seconds:g}s for the whole request"
+
+    def _request(self, target: str | httpx.URL, params: Mapping[str, Any] | None, post: bool) -> httpx.Request:
         if post:
-            request = self._client.build_request("POST", path, data=dict(params or {}))
-        else:
-            request = self._client.build_request("GET", path, params=params)
-        resp = await self._client.send(request, stream=True)
-        try:
-            body = await read_capped(resp.aiter_bytes(), self.max_body_bytes, f"{url}: the answer",
-                                     MAX_BODY_ENV)
-        finally:
-            await resp.aclose()
-        return _Answer(resp.status_code, resp.reason_phrase, body)
+            return self._client.build_request("POST", target, data=dict(params or {}))
+        return self._client.build_request("GET", target, params=params)
+
+    async def _send(self, path: str, params: Mapping[str, Any] | None, post: bool, url: str) -> _Answer:
+        request = self._request(path, params, post)
+        base = httpx.URL(self.base_url)
+        redirected = ""
+        for hop in itertools.count(1):
+            resp = await self._client.send(request, stream=True)
+            try:
+                location = resp.headers.get("Location")
+                if resp.status_code not in REDIRECT_STATUSES or location is None:
+                    body = await read_capped(resp.aiter_bytes(), self.max_body_bytes, f"{url}: the answer",
+                                             MAX_BODY_ENV)
+                    return _Answer(resp.status_code, resp.reason_phrase, body, resp.headers.get("Retry-After"),
+                                   redirected)
+            finally:
+                await resp.aclose()
+            try:
+                target = request.url.join(location)
+            except httpx.InvalidURL:
+                target = httpx.URL()
+            why = redirect_refusal(base, target, hop) if target.host else "its Location is not a URL"
+            if why:
+                where = display_url(str(target)) if target.host else repr(location[:200])
+                raise self._fail(SourceUnreachableError,
+                                 f"{url}: HTTP {resp.status_code} {resp.reason_phrase}: a redirect to {where}, "
+                                 f"not followed ({why}); give the URL the API answers at as --prometheus")
+            redirected = display_url(str(target))
+            request = self._request(target, params, post)
+        raise AssertionError("unreachable")  # itertools.count never ends; the loop returns or raises
 
     def _decode(self, url: str, resp: _Answer, path: str) -> tuple[Any, list[str]]:
         code = resp.status_code
@@ -308,11 +352,16 @@ class ApiClient:
                 f"{url}: HTTP 404: no Prometheus HTTP API here; check the base URL "
                 "(e.g. http://HOST:9090, plus any path prefix)",
             )
+        if resp.redirected:
+            url = f"{url} (redirected to {resp.redirected})"
+        if 300 <= code < 400:
+            raise self._fail(SourceUnreachableError, f"{url}: HTTP {code} {resp.reason_phrase}: a redirect "
+                             "without a Location to follow; give the URL the API answers at as --prometheus")
         try:
             body = json.loads(resp.content)
         except RecursionError:
             raise self._fail(DataError, f"{url}: HTTP {code}: the answer's JSON is nested too deep to read") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except ValueError as exc:  # JSONDecodeError, UnicodeDecodeError, an integer past the digits limit
             raise self._fail(
                 DataError,
                 f"{url}: HTTP {code}: the answer is not valid JSON ({len(resp.content)} bytes, "
@@ -327,10 +376,10 @@ class ApiClient:
         if code >= 300:
             raise self._fail(DataError, f"{url}: HTTP {code} {resp.reason_phrase}")
         check_data(url, path.split("?", 1)[0], body.get("data"))
-        warnings = [f"{url}: {w}" for w in _notes(body, "warnings", url)]
+        warnings = [f"{url}: {w}" for w in notes(body, "warnings", url)]
         if body.get("isPartial"):  # VictoriaMetrics cluster: a storage node did not answer
             warnings.append(f"{url}: partial response (isPartial: a storage node did not answer)")
-        warnings += [f"{url}: info: {w}" for w in _notes(body, "infos", url)]
+        warnings += [f"{url}: info: {w}" for w in notes(body, "infos", url)]
         return body.get("data"), [self._scrub(w) for w in warnings]
 
 
@@ -341,33 +390,5 @@ class _Answer:
     status_code: int
     reason_phrase: str
     content: bytes
-
-
-def _notes(body: dict[str, Any], field_name: str, url: str) -> list[str]:
-    """``warnings``/``infos``: a list of strings; one string is one note; anything else is refused."""
-    notes = body.get(field_name)
-    if not notes:
-        return []
-    if isinstance(notes, str):
-        return [notes]
-    if not isinstance(notes, list):
-        raise DataError(f"{url}: not a Prometheus API answer ({field_name!r} is {type(notes).__name__}, not a list)")
-    return [str(n) for n in notes]
-
-
-def _api_error_type(content: bytes) -> str:
-    try:
-        body = json.loads(content)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-        return ""
-    return str(body.get("errorType", "")) if isinstance(body, dict) and body.get("status") == "error" else ""
-
-
-def _api_error_suffix(content: bytes) -> str:
-    try:
-        body = json.loads(content)
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError):
-        return ""
-    if isinstance(body, dict) and body.get("error"):
-        return f": {str(body['error'])[:200]}"
-    return ""
+    retry_after: str | None = None
+    redirected: str = ""  # where a same-origin redirect led (display URL), '' if none

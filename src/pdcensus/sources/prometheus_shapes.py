@@ -15,11 +15,14 @@ is wrong (a ``DataError``, exit 3), so the readers can trust the shapes below:
                                    [time, "number"] or "values" [[time, "number"], ...]
     /api/v1/metadata               {name: [{...}, ...]}
 
-Other paths are passed through unchecked.
+Other paths are passed through unchecked. The envelope's ``warnings`` and ``infos`` are a list
+of strings; one string alone is taken as one note (never split into characters), anything
+else is refused the same way (:func:`notes`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 from typing import Any
 
@@ -92,3 +95,40 @@ def check_data(url: str, path: str, data: Any) -> None:
                 isinstance(v, list) and all(isinstance(e, dict) for e in v) for v in data.values()):
             raise DataError(f"{url}: not a Prometheus API answer (metadata is {_kind(data)}, not "
                             "{name: [entries]})")
+
+
+def notes(body: dict[str, Any], field_name: str, url: str) -> list[str]:
+    """``warnings``/``infos``: a list of strings; one string is one note; anything else is refused."""
+    got = body.get(field_name)
+    if got is None or got == [] or got == "":
+        return []
+    if isinstance(got, str):
+        return [got]
+    if not isinstance(got, list):
+        raise DataError(f"{url}: not a Prometheus API answer ({field_name!r} is {type(got).__name__}, "
+                        "not a list of strings)")
+    for note in got:
+        if not isinstance(note, str):
+            raise DataError(f"{url}: not a Prometheus API answer ({field_name!r} holds {_kind(note)}, "
+                            "not a string)")
+    return list(got)
+
+
+def _error_body(content: bytes) -> dict[str, Any]:
+    try:
+        body = json.loads(content)
+    except (ValueError, RecursionError):  # JSONDecodeError, UnicodeDecodeError, the int-digits limit
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def api_error_type(content: bytes) -> str:
+    """The ``errorType`` of an API error answer, '' for anything else."""
+    body = _error_body(content)
+    return str(body.get("errorType", "")) if body.get("status") == "error" else ""
+
+
+def api_error_suffix(content: bytes) -> str:
+    """``': <the error>'`` (200 characters at most) of an answer that carries one, else ''."""
+    body = _error_body(content)
+    return f": {str(body['error'])[:200]}" if body.get("error") else ""
