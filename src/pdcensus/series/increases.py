@@ -95,7 +95,7 @@ def spanned(present: np.ndarray) -> np.ndarray:
     gap = ~mask & seen_before & seen_after  # absent inside the column's life
     touched = gap.copy()
     touched[1:] |= gap[:-1]
-    out: np.ndarray = touched.any(axis=1)
+    out = np.asarray(touched.any(axis=1), dtype=bool)
     return out
 
 
