@@ -45,7 +45,7 @@ def counter_decreases(values: np.ndarray, present: np.ndarray) -> np.ndarray:
     valid = mask & (prev >= 0)
     prev_vals = np.take_along_axis(vals, np.maximum(prev, 0), axis=0)
     tolerance = 1e-12 * np.maximum(np.abs(prev_vals), 1.0)
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # a value at -max: the tolerance takes it to -inf
         return valid & (vals < prev_vals - tolerance)
 
 
