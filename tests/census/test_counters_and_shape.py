@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pdcensus.census.counters import counter_decreases, interval_increase, summed_increase
+from pdcensus.census.counters import counter_decreases
 from pdcensus.census.model import SegmentStart
 from pdcensus.census.shape import choose_segment, split_shapes
 from pdcensus.errors import UsageError
+from pdcensus.series.increases import interval_increase, spanned, summed_increase
 from pdcensus.series.model import Endpoint, Family, MetricType, RecordingBuilder, SeriesKey
 
 from .synth import Synth, synth_recording
@@ -20,9 +21,26 @@ def test_increase_after_a_reset_is_the_new_value():
     assert not valid[0] and np.isnan(inc[0])
 
 
-def test_increase_spans_a_missed_scrape_as_one_longer_interval():
-    inc, valid = interval_increase(np.array([1.0, np.nan, 7.0]), np.array([True, False, True]))
-    assert inc[2] == 6.0 and valid.tolist() == [False, False, True]
+def test_a_sample_missing_in_one_series_shares_its_delta_over_the_intervals_it_spans():
+    # one series missed the scrape at t=15 that other series had: 6 over 15 s + 30 s, by their lengths
+    present = np.array([True, False, True])
+    inc, valid = interval_increase(np.array([1.0, np.nan, 7.0]), present, np.array([0.0, 15.0, 45.0]))
+    assert np.isnan(inc[0]) and inc[1:].tolist() == [2.0, 4.0] and valid.tolist() == [False, True, True]
+    assert spanned(present).tolist() == [False, True, True]
+    even, _ = interval_increase(np.array([1.0, np.nan, 7.0]), present)  # no times: equal shares
+    assert even[1:].tolist() == [3.0, 3.0]
+
+
+def test_a_reset_across_a_missing_sample_counts_the_new_value_over_the_span():
+    inc, _ = interval_increase(np.array([9.0, np.nan, 4.0]), np.array([True, False, True]), np.array([0.0, 15.0, 30.0]))
+    assert inc[1:].tolist() == [2.0, 2.0]
+
+
+def test_a_label_child_that_appears_later_is_no_gap():
+    vals = np.array([[1.0, np.nan], [2.0, np.nan], [3.0, 5.0], [4.0, 6.0]])
+    present = np.isfinite(vals)
+    assert summed_increase(vals, present)[1:].tolist() == [1.0, 1.0, 2.0]
+    assert not spanned(present).any()
 
 
 def test_summed_increase_adds_label_sets_and_is_nan_without_an_interval():

@@ -164,6 +164,9 @@ def step_ledger(
     valid = np.isfinite(steps_d) & np.isfinite(secs) & np.isfinite(secs_d)
     if counted:
         valid &= np.isfinite(steps)
+    for sig in (*need, Signal.STEPS):  # an interval beside a missing sample is out for all four (a ratio)
+        if sig in signals.spanned and sig in inc:
+            valid &= ~signals.spanned[sig]
     if valid.sum() < 1:
         return LedgerResult(False, "fewer than two scrapes with the ledger counters: no interval"), None
     cs = np.clip(secs - secs_d, 0, None)

@@ -4,7 +4,9 @@ Every pass reads :class:`ShapeSignals`, never a sample name: the profile
 (``pdcensus.series.profiles``) maps each logical signal to the engine's name. Gauges
 are summed over label sets (e.g. several ``model_name`` values) per scrape; counters
 become per-interval increases; classic histograms become per-interval bucket
-increases by ``le``.
+increases by ``le``, all by the one rule of ``pdcensus.series.increases`` (a series missing
+at a scrape shares its increase over the intervals beside it by their length, never putting
+two intervals' worth into one).
 
 Decode and prefill come from the same-scrape gauges where the engine exports them
 (radiance). Where they exist only as counters (plain vLLM, SGLang), each is the
@@ -30,11 +32,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from pdcensus.census.counters import summed_gauge, summed_increase
+from pdcensus.census.counters import summed_gauge
 from pdcensus.census.prefill_progress import PrefillBasis, PrefillProgress, reconstruct
 from pdcensus.census.usable import LeftOut, bounded_rate
 from pdcensus.engines import PromptCounting, record
-from pdcensus.series.engine_ledger import ledger_increases, term_increases
+from pdcensus.series.engine_ledger import ledger_increases, ledger_spanned, term_increases
+from pdcensus.series.increases import spanned, summed_increase
 from pdcensus.series.llamacpp import census_overrides as llamacpp_overrides
 from pdcensus.series.model import Endpoint
 from pdcensus.series.profiles import (
@@ -95,6 +98,9 @@ class ShapeSignals:
     chunk_intervals: np.ndarray | None = None
     # intervals with a prompt admitted and not yet done at either end: a prefill that runs across scrapes
     prefill_across: np.ndarray | None = None
+    # per counter signal, the rows whose increase is a share of a span over a missing sample
+    # (pdcensus.series.increases.spanned); absent: none is
+    spanned: dict[Signal, np.ndarray] = field(default_factory=dict)
 
     @property
     def n(self) -> int:
@@ -138,6 +144,7 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
 
     gauges: dict[Signal, np.ndarray] = {}
     increases: dict[Signal, np.ndarray] = {}
+    spans: dict[Signal, np.ndarray] = {}
     histograms: dict[Signal, Histogram] = {}
     for signal, name in profile.signals.items():
         if signal in HISTOGRAM_SIGNALS:
@@ -150,7 +157,8 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
             if not groups or not present[:, cols].any():
                 continue
             bounds = np.array(sorted(groups))
-            inc = np.column_stack([summed_increase(values[:, groups[b]], present[:, groups[b]]) for b in bounds])
+            inc = np.column_stack([summed_increase(values[:, groups[b]], present[:, groups[b]], times)
+                                   for b in bounds])
             histograms[signal] = Histogram(name, bounds, inc)
             continue
         cols = by_name.get(name, [])
@@ -161,7 +169,8 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
                 (increases if signal in COUNTER_SIGNALS else gauges)[signal] = np.full(rows.size, np.nan)
             continue
         if signal in COUNTER_SIGNALS:
-            increases[signal] = summed_increase(values[:, cols], present[:, cols])
+            increases[signal] = summed_increase(values[:, cols], present[:, cols], times)
+            spans[signal] = spanned(present[:, cols])
         else:
             gauges[signal] = summed_gauge(values[:, cols], present[:, cols])
 
@@ -177,12 +186,18 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
         read = llamacpp_overrides(endpoint, rows, dt)
         if read is not None:
             increases.update(read[0])
+            for sig in read[0]:  # read as llama.cpp counts, not from the plain counters
+                spans.pop(sig, None)
             gauges.update(read[1])
 
     if not all(sig in increases for sig in LEDGER_SIGNALS):
         # Engines whose ledger is derived from other names (TGI, SGLang, ...): see engine_ledger.
+        derived_spans = ledger_spanned(endpoint, rows, profile)
         for sig, inc in ledger_increases(endpoint, rows, profile).items():
-            increases.setdefault(sig, inc)
+            if sig not in increases:
+                increases[sig] = inc
+                if sig in derived_spans:
+                    spans[sig] = derived_spans[sig]
 
     decode = gauges.get(Signal.DECODE_TPS)
     prefill = gauges.get(Signal.PREFILL_TPS)
@@ -204,7 +219,7 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
             decode = prefill = None
     basis = None if prefill is None else _counter_basis(profile, prompt_term) if from_counters else PrefillBasis.GAUGE
     progress = None
-    finished = _counter(values, present, by_name, VLLM_FINISHED) if rules.prefill_progress else None
+    finished = _counter(values, present, by_name, VLLM_FINISHED, times) if rules.prefill_progress else None
     # V1 counts a prompt when its prefill ends; V0 counted each chunk as it was scheduled
     # (vllm/engine/llm_engine.py ``_get_stats``: ``num_prompt_tokens_iter += token_chunk_size``).
     # V1 before 0.9.2 still exported V0's gpu_cache_usage_perc, but only V1 has prefix-cache counters.
@@ -216,7 +231,8 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
         basis = progress.basis
     steps, chunk, across = _vllm_counted(profile, endpoint, rows, dt, increases, gauges, prefill, histograms)
     return ShapeSignals(times, dt, scrape_interval_seconds, profile, names, gauges, increases, histograms,
-                        decode, prefill, from_counters, tuple(left_out), basis, progress, finished, steps, chunk, across)
+                        decode, prefill, from_counters, tuple(left_out), basis, progress, finished, steps, chunk, across,
+                        spans)
 
 
 def _vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np.ndarray,
@@ -288,9 +304,10 @@ def _counter_basis(profile: Profile, prompt_term: bool) -> PrefillBasis:
     return PrefillBasis.COUNTER_AS_COMPUTED
 
 
-def _counter(values: np.ndarray, present: np.ndarray, by_name: dict[str, list[int]], name: str) -> np.ndarray | None:
+def _counter(values: np.ndarray, present: np.ndarray, by_name: dict[str, list[int]], name: str,
+             times: np.ndarray) -> np.ndarray | None:
     cols = by_name.get(name, [])
-    return summed_increase(values[:, cols], present[:, cols]) if cols and present[:, cols].any() else None
+    return summed_increase(values[:, cols], present[:, cols], times) if cols and present[:, cols].any() else None
 
 
 def _vllm_progress(endpoint: Endpoint, rows: np.ndarray, times: np.ndarray, dt: np.ndarray,
@@ -301,16 +318,16 @@ def _vllm_progress(endpoint: Endpoint, rows: np.ndarray, times: np.ndarray, dt: 
     prompt = increases[Signal.PROMPT_TOKENS]
     local = term_increases(endpoint, rows, LedgerTerm((VLLM_COMPUTED_PROMPT,), "source",
                                                       frozenset({"local_compute"})))
-    hits, queries = (_counter(values, present, by_name, VLLM_PREFIX_CACHE_HITS),
-                     _counter(values, present, by_name, VLLM_PREFIX_CACHE_QUERIES))
+    hits, queries = (_counter(values, present, by_name, VLLM_PREFIX_CACHE_HITS, times),
+                     _counter(values, present, by_name, VLLM_PREFIX_CACHE_QUERIES, times))
     if queries is None:  # vLLM V1 < 0.9.2 (in blocks in its first builds: the once-per-prompt check rejects those)
-        hits, queries = (_counter(values, present, by_name, "vllm:gpu_prefix_cache_hits_total"),
-                         _counter(values, present, by_name, "vllm:gpu_prefix_cache_queries_total"))
+        hits, queries = (_counter(values, present, by_name, "vllm:gpu_prefix_cache_hits_total", times),
+                         _counter(values, present, by_name, "vllm:gpu_prefix_cache_queries_total", times))
     return reconstruct(times, dt, prompt, completion_time=True, local_compute=local, hits=hits, queries=queries,
                        request_prefill_seconds=_counter(values, present, by_name,
-                                                        "vllm:request_prefill_time_seconds_sum"),
+                                                        "vllm:request_prefill_time_seconds_sum", times),
                        request_prefill_tokens=_counter(values, present, by_name,
-                                                       "vllm:request_prefill_kv_computed_tokens_sum"),
+                                                       "vllm:request_prefill_kv_computed_tokens_sum", times),
                        preemptions=increases.get(Signal.PREEMPTIONS), generation=increases.get(Signal.GENERATION_TOKENS),
                        finished=finished,
                        waiting=waiting, iteration_tokens_scraped=iteration_tokens)

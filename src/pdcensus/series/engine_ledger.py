@@ -12,9 +12,10 @@ facts under other shapes, described by :data:`pdcensus.series.profiles.LEDGER_SP
 
 :func:`derive_ledger` returns the inputs (NaN where a quantity is unavailable) and an honest
 reason; :func:`ledger_inputs` gives them per scrape. :func:`ledger_increases` is the one call
-the census makes: per-interval increases keyed by the census's ledger signals, with the same
-rule as ``census.counters`` (per series, since its previous sample, a drop is a reset), so an
-engine without radiance's counters feeds the same ledger code. :func:`term_increases` does the
+the census makes: per-interval increases keyed by the census's ledger signals, with the one
+rule of ``series.increases`` (a drop is a reset; a series missing at a scrape shares its
+increase over the intervals beside it by their length), so an engine without radiance's counters feeds the same
+ledger code. :func:`term_increases` does the
 same for any one :class:`~pdcensus.series.profiles.LedgerTerm` (e.g. SGLang's realtime token
 counters, :data:`~pdcensus.series.profiles.RATE_TERMS`). :func:`ledger_samples` is the
 inverse (ledger counters -> an engine's sample names), for the simulator's exporter.
@@ -27,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from pdcensus.errors import UsageError
+from pdcensus.series.increases import spanned, summed_increase
 from pdcensus.series.model import Endpoint, SeriesKey
 from pdcensus.series.profiles import (
     LedgerQuantity,
@@ -298,21 +300,6 @@ _SIGNAL_OF = {
 }
 
 
-def _row_increase(values: np.ndarray, present: np.ndarray) -> np.ndarray:
-    """Per row, the increase summed over columns since each column's previous sample.
-
-    A drop is a reset (the increase is the new value); NaN where no column has an interval.
-    """
-    rows = np.arange(values.shape[0])[:, None]
-    last = np.maximum.accumulate(np.where(present, rows, -1), axis=0)
-    prev = np.full(values.shape, -1, dtype=np.int64)
-    prev[1:] = last[:-1]
-    valid = present & (prev >= 0)
-    delta = values - np.take_along_axis(values, np.maximum(prev, 0), axis=0)
-    inc = np.where(valid, np.where(delta < 0, values, delta), 0.0)
-    return np.where(valid.any(axis=1), inc.sum(axis=1), np.nan)
-
-
 def term_increases(endpoint: Endpoint, rows: np.ndarray, term: LedgerTerm) -> np.ndarray | None:
     """Per-interval increases over ``rows`` of the series a term selects; None if it has none."""
     rows = np.asarray(rows, dtype=np.int64)
@@ -325,7 +312,8 @@ def term_increases(endpoint: Endpoint, rows: np.ndarray, term: LedgerTerm) -> np
         return zero
     index = {key: i for i, key in enumerate(endpoint.keys)}
     cols = np.asarray([index[k] for k in keys], dtype=np.intp)
-    return _row_increase(endpoint.values[np.ix_(rows, cols)], endpoint.present[np.ix_(rows, cols)])
+    return summed_increase(endpoint.values[np.ix_(rows, cols)], endpoint.present[np.ix_(rows, cols)],
+                           endpoint.timestamps[rows])
 
 
 def ledger_increases(endpoint: Endpoint, rows: np.ndarray, profile: Profile) -> dict[Signal, np.ndarray]:
@@ -339,4 +327,17 @@ def ledger_increases(endpoint: Endpoint, rows: np.ndarray, profile: Profile) -> 
         inc = term_increases(endpoint, rows, term)
         if inc is not None:
             out[_SIGNAL_OF[quantity]] = inc
+    return out
+
+
+def ledger_spanned(endpoint: Endpoint, rows: np.ndarray, profile: Profile) -> dict[Signal, np.ndarray]:
+    """Per ledger signal, the rows over ``rows`` whose increase is a share of a longer span (``series.increases``)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    index = {key: i for i, key in enumerate(endpoint.keys)}
+    out: dict[Signal, np.ndarray] = {}
+    for quantity, term in ledger_spec(profile).terms.items():
+        _, keys, _ = _term_keys(endpoint, term)
+        if keys:
+            cols = np.asarray([index[k] for k in keys], dtype=np.intp)
+            out[_SIGNAL_OF[quantity]] = spanned(endpoint.present[np.ix_(rows, cols)])
     return out

@@ -55,6 +55,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pdcensus.series.increases import cumulative_increase
 from pdcensus.series.model import Endpoint
 from pdcensus.series.profiles import Signal
 
@@ -101,16 +102,10 @@ def _column(endpoint: Endpoint, rows: np.ndarray, name: str) -> np.ndarray | Non
     return np.where(seen, total, np.nan)
 
 
-def increases(cumulative: np.ndarray) -> np.ndarray:
-    """Per-row increase since the previous present row; a drop is a reset (the new value)."""
-    out = np.full(cumulative.shape, np.nan)
-    last = np.nan
-    for i, v in enumerate(cumulative):
-        if math.isfinite(v):
-            if math.isfinite(last):
-                out[i] = v - last if v >= last else v
-            last = v
-    return out
+def increases(cumulative: np.ndarray, times: np.ndarray | None = None) -> np.ndarray:
+    """Per-row increase over the row's own interval (``series.increases``: a drop is a reset; a missing
+    sample's neighbours share the increase by their intervals' lengths)."""
+    return cumulative_increase(cumulative, times)
 
 
 def print_resolution(value: float) -> float:
@@ -204,10 +199,11 @@ def derive_intervals(endpoint: Endpoint, rows: np.ndarray, interval_seconds: np.
     prompt_cum = _column(endpoint, rows, PROMPT_TOKENS)
     seconds_cum = _column(endpoint, rows, PROMPT_SECONDS)
     processing = _column(endpoint, rows, PROCESSING)
-    calls = increases(n_decode)
-    slot_calls = increases(per_decode * n_decode) if per_decode is not None else nan.copy()
-    prompt = increases(prompt_cum) if prompt_cum is not None else nan.copy()
-    chunk_s = increases(seconds_cum) if seconds_cum is not None else nan.copy()
+    times = endpoint.timestamps[rows]
+    calls = increases(n_decode, times)
+    slot_calls = increases(per_decode * n_decode, times) if per_decode is not None else nan.copy()
+    prompt = increases(prompt_cum, times) if prompt_cum is not None else nan.copy()
+    chunk_s = increases(seconds_cum, times) if seconds_cum is not None else nan.copy()
     tol = _tolerance(n_decode, per_decode, calls) if per_decode is not None else np.zeros(rows.size)
     dt = np.asarray(interval_seconds, dtype=float)
     quiet = np.isfinite(calls) & (calls > 0) & (np.nan_to_num(prompt) <= 0) & np.isfinite(dt)

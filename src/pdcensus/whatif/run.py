@@ -224,7 +224,7 @@ def completed_tokens(recording: Recording, read: ShapeRead, instance: str | None
     if not keys:
         return None
     values, present = endpoint.column(keys[0])
-    return increases(np.where(present, values, np.nan)[read.rows])
+    return increases(np.where(present, values, np.nan)[read.rows], endpoint.timestamps[read.rows])
 
 
 def what_if(recording: Recording, sets: Sequence[str], *, argv: Sequence[str] = (), instance: str | None = None,
