@@ -185,11 +185,7 @@ def _twin_checked(recording: Recording, report: EndpointReport,
                   progress: Callable[[str], None] | None) -> EndpointReport:
     from pdcensus.whatif.advice_check import check_report
 
-    if progress is not None:
-        for r in report.advice:
-            if not r.minor and r.knob.strip():
-                progress(f"running the calibrated twin on {r.knob.strip()} {r.value.strip()} ({report.instance}) ...")
-    return check_report(recording, report)
+    return check_report(recording, report, progress=progress)
 
 
 def discover_prometheus(

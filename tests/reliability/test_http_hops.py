@@ -194,16 +194,20 @@ def test_a_redirect_loop_within_the_origin_ends_in_one_line() -> None:
         assert server.requests == 6
 
 
-def test_a_string_warnings_field_is_one_warning_line() -> None:
-    said = "query hit the sample limit, results may be partial"
-
+def _query_with_warnings(notes: object) -> subprocess.CompletedProcess[str]:
+    """``pdcensus query`` against a store whose every good answer carries ``warnings: notes``."""
     def answer(req: http.server.BaseHTTPRequestHandler, n: int) -> None:
         path = req.path.split("?", 1)[0]
-        answer_json(req, {"status": "success", "warnings": said,
+        answer_json(req, {"status": "success", "warnings": notes,
                           "data": GOOD_ANSWERS.get(path, {"resultType": "matrix", "result": []})})
 
     with HostileServer(answer) as server:
-        done = _cli("query", "--prometheus", server.url, "up", "--time", "1700000000")
+        return _cli("query", "--prometheus", server.url, "up", "--time", "1700000000")
+
+
+def test_a_string_warnings_field_is_one_warning_line() -> None:
+    said = "query hit the sample limit, results may be partial"
+    done = _query_with_warnings(said)
     assert done.returncode == 0, done.stderr
     warnings = [line for line in done.stderr.splitlines() if line.startswith("warning: ")]
     assert warnings and all(line.endswith(f": {said}") for line in warnings), done.stderr
@@ -217,13 +221,7 @@ def test_a_string_warnings_field_is_one_warning_line() -> None:
     ({"a": "b"}, "'warnings' is dict, not a list of strings"),
 ])
 def test_warnings_that_are_not_strings_are_exit_3_with_one_line(notes: object, said: str) -> None:
-    def answer(req: http.server.BaseHTTPRequestHandler, n: int) -> None:
-        path = req.path.split("?", 1)[0]
-        answer_json(req, {"status": "success", "warnings": notes,
-                          "data": GOOD_ANSWERS.get(path, {"resultType": "matrix", "result": []})})
-
-    with HostileServer(answer) as server:
-        done = _cli("query", "--prometheus", server.url, "up", "--time", "1700000000")
+    done = _query_with_warnings(notes)
     assert done.returncode == 3, done.stderr
     line = _one_error(done)
     assert "not a Prometheus API answer" in line and said in line, line

@@ -70,19 +70,17 @@ def census_recording(recording: Recording, options: CensusOptions = CensusOption
     if not engines:
         raise DataError(f"{source}: no engine metric (radiance:, vllm: or sglang:) in any endpoint")
     reports: list[CensusReport] = []
-    failed: list[EndpointFailure] = []
-    first_error: DataError | None = None
+    errors: list[tuple[str, DataError]] = []
     for ep in engines:  # one bad endpoint is reported with its reason; the others' reports are kept
         try:
             reports.append(census_endpoint(ep, recording.families, source, options))
         except DataError as exc:
-            first_error = first_error or exc
-            failed.append(EndpointFailure(ep.instance, str(exc)))
+            errors.append((ep.instance, exc))
     if not reports:
-        assert first_error is not None
-        raise first_error  # every endpoint failed: exit 3 with the first one's reason
-    if failed:
-        reports = [replace(r, failed_endpoints=tuple(failed)) for r in reports]
+        raise errors[0][1]  # every endpoint failed: exit 3 with the first one's reason
+    if errors:
+        failed = tuple(EndpointFailure(instance, str(exc)) for instance, exc in errors)
+        reports = [replace(r, failed_endpoints=failed) for r in reports]
     return reports
 
 

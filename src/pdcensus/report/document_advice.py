@@ -54,9 +54,10 @@ def recommendation_blocks(rec: Recommendation, level: int, index: int, anchor_su
     if rec.rollback_env_line and not brief:
         out += [Paragraph("Roll back:"), Code(rec.rollback_env_line)]
     if rec.predicted:
+        source = source_line(rec)
         out.append(Table(("predicted", "value"),
                          tuple(predicted_row(k, v) for k, v in rec.predicted.items()),
-                         caption=source_line(rec)[0].upper() + source_line(rec)[1:] + ".", numeric=(1,)))
+                         caption=source[:1].upper() + source[1:] + ".", numeric=(1,)))
     if rec.twin is not None:
         if rec.twin.rows:
             out.append(Table(TWIN_HEADER, tuple(row_cells(r) for r in rec.twin.rows),

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 
 from pdcensus.advice.endpoint_report import EndpointReport, side_evidence_of
@@ -35,7 +35,7 @@ from pdcensus.advice.model import Recommendation, TwinCheck, TwinRow
 from pdcensus.errors import DataError, UsageError
 from pdcensus.series.model import Recording
 from pdcensus.whatif.model import BucketPrediction, Spread, WhatIfResult
-from pdcensus.whatif.run import DEFAULT_BOUND, what_if
+from pdcensus.whatif.run import what_if
 
 TWIN_SEEDS = 2  # each seed is one twin run before and one after: ~3 s each on the demo's hour
 TRUST_TWIN = ("per-stream decode: the twin (it runs the engine's scheduler on this recording's traffic, calibrated "
@@ -102,17 +102,26 @@ def check_recommendation(recording: Recording, rec: Recommendation, argv: Sequen
     if not rows or not math.isfinite(rows[0].twin):
         return TwinCheck(setting, "closed-form", "the twin gave no heaviest-bucket figure on this recording",
                          rows=rows, calibration_error=errors, seeds=seeds)
-    return TwinCheck(setting, "twin", TRUST_TWIN.format(bound=result.bound if result.bound else DEFAULT_BOUND),
+    return TwinCheck(setting, "twin", TRUST_TWIN.format(bound=result.bound),
                      rows=rows, calibration_error=errors, seeds=seeds)
 
 
 def check_report(recording: Recording, report: EndpointReport, argv: Sequence[str] = (),
-                 seeds: int = TWIN_SEEDS) -> EndpointReport:
-    """``report`` with every recommendation that is not minor carrying its :class:`TwinCheck`."""
+                 seeds: int = TWIN_SEEDS, progress: Callable[[str], None] | None = None) -> EndpointReport:
+    """``report`` with every recommendation that is not minor carrying its :class:`TwinCheck`.
+
+    A recommendation that is no flag (a capacity change) is left as it is; ``progress`` hears of
+    each twin run before it starts (a few seconds each).
+    """
     if not argv:
         deployed = side_evidence_of(report).argv
         argv = shlex.split(deployed) if deployed else ()
-    checked = tuple(rec if rec.minor or not rec.knob.strip().startswith("--") else  # capacity is no flag
-                    replace(rec, twin=check_recommendation(recording, rec, argv, report.instance, seeds))
-                    for rec in report.advice)
-    return replace(report, advice=checked)
+
+    def checked(rec: Recommendation) -> Recommendation:
+        if rec.minor or not rec.knob.strip().startswith("--"):
+            return rec
+        if progress is not None:
+            progress(f"running the calibrated twin on {rec.knob.strip()} {rec.value.strip()} ({report.instance}) ...")
+        return replace(rec, twin=check_recommendation(recording, rec, argv, report.instance, seeds))
+
+    return replace(report, advice=tuple(checked(rec) for rec in report.advice))
