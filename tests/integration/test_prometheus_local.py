@@ -50,3 +50,19 @@ def test_a_scraping_server_binds_loopback_and_stops_on_exit(tmp_path: Path) -> N
         assert jobs == ["probe"]
         process = prom.process
     assert process is not None and process.poll() is not None
+
+
+@pytest.mark.skipif(shutil.which("prometheus") is None, reason="prometheus is not installed")
+def test_the_longest_scrape_gap_is_read_from_the_stored_up_samples(tmp_path: Path) -> None:
+    """A window whose ``up`` has a 63 s hole (what a loaded CI machine once stored) reads 63 s; the
+    ends of the window count as edges, so a window past the last sample reads to its end."""
+    base = 1_700_000_000
+    stamps = [base + i for i in range(13)] + [base + 76 + i for i in range(10)]  # no sample in (12, 76)
+    lines = ["# TYPE up gauge"] + [f'up{{job="probe",instance="a"}} 1 {t}' for t in stamps] + ["# EOF"]
+    om = tmp_path / "gap.om"
+    om.write_text("\n".join(lines) + "\n")
+    with LocalPrometheus.backfilled(om, tmp_path / "work") as prom:
+        assert prom.longest_scrape_gap("probe", base, base + 80) == pytest.approx(64.0)
+        assert prom.longest_scrape_gap("probe", base, base + 12) == pytest.approx(1.0)
+        assert prom.longest_scrape_gap("probe", base + 80, base + 100) == pytest.approx(15.0)
+        assert prom.longest_scrape_gap("other", base, base + 10) == pytest.approx(10.0)

@@ -5,7 +5,9 @@ its ``/metrics`` every ``scrape_interval`` under ``job="vllm"`` on loopback; :me
 drives one load (:mod:`.vllm_load`) and can be called again on the same server (the live test runs
 two scenarios on one start-up). Each run:
 
-1. drives the load, then waits two more scrapes;
+1. drives the load, then waits two more scrapes; where Prometheus stored no scrape at all (not
+   even ``up``) for more than 5 intervals of the window, the load runs once more and the
+   discarded attempt is kept as ``discarded-attempt-1.json``;
 2. measures the client truth (:mod:`.truth`, :mod:`.stalls`) over the window from the moment every
    decoding stream had its first token (with no prompt phases: any stream) to the load's end;
 3. runs the census through the Prometheus HTTP API over that window (the same call as
@@ -35,7 +37,7 @@ import httpx
 from pdcensus.census.model import CensusReport
 from pdcensus.engine.experiment import _proc_cmdline, window_start
 from pdcensus.engine.stalls import Stalls, measure_stalls
-from pdcensus.engine.streams import records_to_jsonl
+from pdcensus.engine.streams import RequestRecord, records_to_jsonl
 from pdcensus.engine.truth import Truth, measure_truth
 from pdcensus.engine.vllm_load import VllmPlan, run_vllm_load
 from pdcensus.engine.vllm_server import VllmPython, VllmServer, locate_vllm_python
@@ -46,6 +48,8 @@ from pdcensus.sources.prometheus_local import LocalPrometheus
 JOB = "vllm"
 SELECTOR = '{job="vllm"}'
 FIRST_SCRAPE_TIMEOUT_SECONDS = 90.0
+LOAD_ATTEMPTS = 2  # a load whose window Prometheus did not store runs once more
+SCRAPE_GAP_LIMIT_SCRAPES = 5
 
 
 @dataclass(frozen=True)
@@ -111,6 +115,18 @@ class VllmLive:
                  tb: TracebackType | None) -> None:
         self.close()
 
+    def _drive(self, plan: VllmPlan, interval: float) -> tuple[float, list[RequestRecord], float, float]:
+        """One load; returns ``(t0, records, start, end)`` once Prometheus has had time to scrape its end."""
+        t0, records = asyncio.run(run_vllm_load(self.server.url, plan))
+        self.server.alive_or_raise()
+        # with prompt phases, from when every decoder streams (the llama.cpp experiment's window); without,
+        # the streams queue for a cache too small for all of them: from the first token any stream got
+        firsts = [r.token_times[0] for r in records if r.kind == "decode" and r.token_times]
+        start = window_start(records, t0) if plan.phases or not firsts else min(firsts)
+        end = t0 + plan.duration_seconds
+        time.sleep(max(0.0, end + 2.5 * interval - time.time()))
+        return t0, records, start, end
+
     def run(self, out: Path, plan: VllmPlan) -> VllmRun:
         """Drive ``plan``, measure the truth, census it through Prometheus, write the files to ``out``."""
         from pdcensus.api import census_prometheus
@@ -120,20 +136,25 @@ class VllmLive:
         (out / "plan.json").write_text(json.dumps(plan.to_dict(), indent=2) + "\n")
         (out / "server_args.json").write_text(json.dumps(list(self.server_args)) + "\n")
         (out / "cmdline").write_bytes(_proc_cmdline(self.server.pid) or "\0".join(self.server.argv).encode())
-        t0, records = asyncio.run(run_vllm_load(self.server.url, plan))
-        self.server.alive_or_raise()
-        # with prompt phases, from when every decoder streams (the llama.cpp experiment's window); without,
-        # the streams queue for a cache too small for all of them: from the first token any stream got
-        firsts = [r.token_times[0] for r in records if r.kind == "decode" and r.token_times]
-        start = window_start(records, t0) if plan.phases or not firsts else min(firsts)
-        end = t0 + plan.duration_seconds
-        time.sleep(max(0.0, end + 2.5 * parse_api_duration_seconds(self.scrape_interval.strip()) - time.time()))
+        interval = parse_api_duration_seconds(self.scrape_interval.strip())
+        for attempt in range(1, LOAD_ATTEMPTS + 1):
+            t0, records, start, end = self._drive(plan, interval)
+            gap = self.prometheus.longest_scrape_gap(JOB, start, end)
+            if gap <= max(SCRAPE_GAP_LIMIT_SCRAPES * interval, 5.0) or attempt == LOAD_ATTEMPTS:
+                break
+            # Prometheus itself stored nothing for a while (no `up` either): the recording cannot
+            # show what the clients felt, so the load runs again rather than the census be judged on it
+            note = {"attempt": attempt, "start": start, "end": end, "longest_scrape_gap_seconds": gap}
+            (out / f"discarded-attempt-{attempt}.json").write_text(json.dumps(note) + "\n")
+            print(f"vllm live: prometheus stored no scrape for {gap:.0f} s of the window; running the load again",
+                  flush=True)
         (out / "requests.jsonl").write_text(records_to_jsonl(records))
         truth, stalls = measure_truth(records, start, end), measure_stalls(records, start, end)
         (out / "truth.json").write_text(json.dumps({**truth.to_dict(), "stalls": stalls.to_dict()},
                                                    indent=2, allow_nan=True) + "\n")
         offline = ["pdcensus", "census", str(out / "metrics.om"), "--start", repr(start), "--end", repr(end)]
-        (out / "window.json").write_text(json.dumps({"t0": t0, "start": start, "end": end,
+        (out / "window.json").write_text(json.dumps({"t0": t0, "start": start, "end": end, "attempt": attempt,
+                                                     "longest_scrape_gap_seconds": gap,
                                                      "offline_census": offline}) + "\n")
         url = self.prometheus.url
         _write_recording(out, url, start, end)

@@ -186,6 +186,19 @@ class LocalPrometheus:
             process.kill()
             process.wait(timeout=15)
 
+    def longest_scrape_gap(self, job: str, start: float, end: float) -> float:
+        """The longest stretch of ``[start, end]`` (seconds) with no stored ``up`` sample of ``job``.
+
+        ``up`` is written on every scrape, failed or not, so a gap here is time the scrape loop
+        itself stored nothing (the live experiments saw one of 63 s on a loaded CI machine)."""
+        span = max(1, int(end - start + 0.999))
+        answer = httpx.get(f"{self.url}/api/v1/query", params={"query": f'up{{job="{job}"}}[{span}s]',
+                                                              "time": repr(end)}, timeout=30).json()
+        stamps = sorted(float(t) for series in answer.get("data", {}).get("result", [])
+                        for t, _ in series.get("values", []))
+        edges = [start, *[t for t in stamps if start <= t <= end], end]
+        return max(b - a for a, b in zip(edges, edges[1:]))
+
     def __enter__(self) -> LocalPrometheus:
         return self.start()
 
