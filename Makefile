@@ -48,12 +48,20 @@ constraints:
 demo: $(DEMO_STAMP)
 	$(BIN)/pdcensus demo
 
+# the tests that start a real engine (marker `engine`: vLLM, llama.cpp) take the CPU and run alone,
+# after the rest has run on TEST_WORKERS processes (pytest-xdist, one module per worker at a time)
+TEST_WORKERS ?= 2
+PYTEST_REST := $(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile -m "not engine"
+PYTEST_ENGINES := $(BIN)/python -m pytest -q -m engine
+
 test: $(TEST_STAMP) vllm
-	$(BIN)/python -m pytest -q
+	$(PYTEST_REST)
+	$(PYTEST_ENGINES)
 
 # make test with two busy loops beside it: no test may race the clock
 test-beside-load: $(TEST_STAMP) vllm
-	.ci/beside-load $(BIN)/python -m pytest -q
+	.ci/beside-load $(PYTEST_REST)
+	.ci/beside-load $(PYTEST_ENGINES)
 
 clean:
 	rm -rf $(VENV) .venv-vllm .venv-constraints build dist src/*.egg-info .pytest_cache

@@ -15,8 +15,9 @@ second, one fresh server per scenario, each from a real cause:
 - ``none``: the decoders and 32-token prompts only.
 
 The knob runs (``--scenario knobs`` or one name) are a baseline's load on a server started with
-one flag changed: ``budget-512``/``-1024``/``-8192`` and ``lpt-256``/``-1024`` beside
-``sharing-default``; ``blocks-48``/``-96`` (the KV cache) and ``seqs-4``/``-7`` beside ``preemption``.
+one flag changed: ``budget-512``/``-1024``/``-8192`` beside
+``sharing-default``; ``lpt-256``/``-512``/``-1024`` beside it too; ``blocks-48``/``-64``/``-96`` (the KV
+cache) and ``seqs-2``/``-4``/``-7`` beside ``preemption``.
 ``bench/vllm_live_table.py`` censuses every finished run again with today's code.
 
 Every file of a run stays in ``--out/<scenario>/`` (``metrics.om`` censuses offline with
@@ -108,9 +109,12 @@ KNOB_RUNS: dict[str, tuple[str, tuple[str, ...]]] = {
     "budget-1024": ("sharing-default", ("--max-num-batched-tokens", "1024")),
     "budget-8192": ("sharing-default", ("--max-num-batched-tokens", "8192")),
     "lpt-256": ("sharing-default", ("--long-prefill-token-threshold", "256")),
+    "lpt-512": ("sharing-default", ("--long-prefill-token-threshold", "512")),
     "lpt-1024": ("sharing-default", ("--long-prefill-token-threshold", "1024")),
     "blocks-48": ("preemption", ("--num-gpu-blocks-override", "48")),
+    "blocks-64": ("preemption", ("--num-gpu-blocks-override", "64")),
     "blocks-96": ("preemption", ("--num-gpu-blocks-override", "96")),
+    "seqs-2": ("preemption", ("--max-num-seqs", "2")),
     "seqs-4": ("preemption", ("--max-num-seqs", "4")),
     "seqs-7": ("preemption", ("--max-num-seqs", "7")),
 }

@@ -123,6 +123,7 @@ def test_census_is_never_confidently_wrong_on_alien_recordings():
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a hang guard: the sweep took 26-43 s alone, 300 s beside three other jobs
 def test_census_is_never_confidently_wrong_on_a_larger_alien_sweep():
     _check(_verdicts(range(200, 220)), SLOW_ACCURACY_FLOOR)
 

@@ -27,7 +27,7 @@ import pytest
 from pdcensus.census.model import Mechanism
 from pdcensus.engine.experiment import ExperimentResult
 
-pytestmark = [pytest.mark.integration, pytest.mark.slow]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.engine]
 
 
 @pytest.fixture(scope="module")

@@ -31,7 +31,7 @@ from pdcensus.census.model import CensusReport, Mechanism
 from pdcensus.engine.vllm_experiment import VllmLive, VllmRun
 
 # one vLLM start (2-4 min on a shared CPU) and two 75 s phases are set up by the first test that asks
-pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.integration, pytest.mark.slow, pytest.mark.engine, pytest.mark.timeout(900)]
 
 SERVER_ARGS = ("--num-gpu-blocks-override", "16", "--max-model-len", "1536")
 

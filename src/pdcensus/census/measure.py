@@ -162,7 +162,8 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
     tokens = prompt if prompt is not None else (np.nan_to_num(np.asarray(s.prefill_tokens_per_second)) * dt)
     counted_ledger = excess is not None and excess.chunk_steps_counted
     rec = recovery(m.per_stream, wdec, running, hist, weights, s.times, tokens,
-                   (excess.decode_steps, excess.decode_seconds) if counted_ledger and excess is not None else None)
+                   (excess.decode_steps, excess.decode_seconds) if counted_ledger and excess is not None else None,
+                   s.spanned.get(Signal.PROMPT_TOKENS) if prompt is not None else None)
     uncontrolled = bool(
         (after is not None and _lower(after) > INFLATION_MARGIN)
         or (m.tail_ran and np.isfinite(m.tail_effect[0]) and interval(m.tail_effect)[1] < TAIL_EFFECT_MARGIN))

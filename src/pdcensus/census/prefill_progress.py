@@ -147,7 +147,7 @@ def _cumulative(inc: np.ndarray) -> np.ndarray:
 
 
 def admission_to_completion(times: np.ndarray, admitted: np.ndarray, completed: np.ndarray,
-                            computed_share: np.ndarray) -> np.ndarray:
+                            computed_share: np.ndarray, merged: np.ndarray | None = None) -> np.ndarray:
     """Computed prefill per interval, each prompt token spread from its admission to its completion.
 
     vLLM looks a request up in the prefix cache when the scheduler admits it, i.e. in the step
@@ -157,13 +157,23 @@ def admission_to_completion(times: np.ndarray, admitted: np.ndarray, completed: 
     cumulative counts first in first out gives each prompt token an admission and a completion
     time; its computed share (``computed_share`` of the completion interval) is spread
     uniformly in between. Prompts admitted before the window are placed at its start.
+
+    ``merged``: the intervals where either count's increase is a share of a longer span (a sample
+    missing at one end, ``series.increases``). Inside such a run the cumulative counts are
+    interpolations, which may put a completion before its admission; the tokens in flight at the
+    start are read only where both counts were observed (outside the runs and at their ends), so
+    one missing sample does not shift every admission of the window.
     """
     n = times.size
     out = np.full(n, np.nan)
     if n < 2:
         return out
     a_cum, c_cum = _cumulative(admitted), _cumulative(completed)
-    a_cum = a_cum + max(0.0, float(np.max(c_cum - a_cum)))  # in flight at the start: admitted before it
+    exact = np.ones(n, dtype=bool)
+    if merged is not None:
+        run = np.asarray(merged, dtype=bool)
+        exact = ~run | np.concatenate([~run[1:], [True]])  # outside a run, or its last row (a real sample)
+    a_cum = a_cum + max(0.0, float(np.max((c_cum - a_cum)[exact])))  # in flight at the start: admitted before it
     total = float(c_cum[-1])
     if total <= 0:
         out[1:] = 0.0
@@ -219,7 +229,7 @@ def reconstruct(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, *, comple
                 request_prefill_tokens: np.ndarray | None = None,
                 preemptions: np.ndarray | None = None, generation: np.ndarray | None = None,
                 finished: np.ndarray | None = None,
-                iteration_tokens_scraped: bool = False) -> PrefillProgress:
+                iteration_tokens_scraped: bool = False, merged: np.ndarray | None = None) -> PrefillProgress:
     """The prefill signal for one shape from its prompt counter (and cache counters if scraped).
 
     ``completion_time``: the counter moves when a prefill ends (vLLM V1); otherwise the
@@ -227,6 +237,7 @@ def reconstruct(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, *, comple
     gauge; where requests waited in fewer than ``SATURATED_SHARE`` of the polls, prefill was
     not kept busy and the measured speed is only a lower bound (the spread is then too long,
     which blurs busy and idle polls together: a contrast drawn from it leans towards 1).
+    ``merged``: see :func:`admission_to_completion`.
     """
     raw = _interval_rate(prompt, dt)
     computed, source, share, qpp = computed_prefill(prompt, local_compute, hits, queries)
@@ -245,7 +256,7 @@ def reconstruct(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, *, comple
             per_interval = np.where(np.nan_to_num(prompt) > 0, np.nan_to_num(computed) / prompt, np.nan)
         if not np.isfinite(per_interval).any():
             per_interval = np.full(prompt.size, share if np.isfinite(share) else 1.0)
-        tokens = admission_to_completion(times, queries, prompt, per_interval)
+        tokens = admission_to_completion(times, queries, prompt, per_interval, merged)
         cannot += ["which prompt ran in which poll when several are in flight: first in first out is assumed",
                    "the speed of each chunk: a prompt's work is spread evenly from its admission to its end"]
         re_tokens, re_share, re_note = _reprefill(times, dt, prompt, computed, preemptions, generation, finished, window)

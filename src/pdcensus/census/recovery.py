@@ -60,25 +60,45 @@ class Recovery:
                 f"after, batch held constant: {self.effect[0]:.2f} (90% interval {lo:.2f}-{hi:.2f})")
 
 
-def since_long_prompt(times: np.ndarray, prefill_tokens: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
-    """Seconds since the last interval with a long prompt, and which intervals hold one (None: too few)."""
+def since_long_prompt(times: np.ndarray, prefill_tokens: np.ndarray | None,
+                      merged: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
+    """Seconds since the last interval with a long prompt, and which intervals hold one (None: too few).
+
+    ``merged``: the intervals whose prompt count is a share of a longer span (a sample missing at one
+    end, ``series.increases``). A run of them is judged as one interval, its tokens summed: a long
+    prompt split over the run's shares is still one long prompt, marked on every interval of the
+    run (it ended somewhere in it), and time since it is counted from the run's end.
+    """
     if prefill_tokens is None:
         return None
     tokens = np.nan_to_num(np.asarray(prefill_tokens, dtype=np.float64))
-    some = tokens[tokens > 0]
+    n = tokens.size
+    run_id = np.arange(n)
+    if merged is not None:
+        joined = np.asarray(merged, dtype=bool)
+        starts = ~joined | np.concatenate([[True], ~joined[:-1]])  # a new run begins (or a lone interval)
+        run_id = np.cumsum(starts) - 1
+    totals = np.bincount(run_id, weights=tokens)
+    last_of_run = np.zeros(totals.size, dtype=np.int64)
+    np.maximum.at(last_of_run, run_id, np.arange(n))
+    some = totals[totals > 0]
     if some.size < MIN_SCRAPES:
         return None
-    long = tokens > LONG_PROMPT_FACTOR * float(np.median(some))
-    if long.sum() < MIN_LONG_PROMPTS:
+    long_run = totals > LONG_PROMPT_FACTOR * float(np.median(some))
+    if long_run.sum() < MIN_LONG_PROMPTS:
         return None
-    last = np.maximum.accumulate(np.where(long, np.arange(long.size), -1))
+    long = long_run[run_id]
+    ends = np.where(long, last_of_run[run_id], -1)
+    ends = np.where(np.arange(n) >= ends, ends, -1)  # an interval inside the run is not after its end
+    last = np.maximum.accumulate(ends)
     return np.where(last >= 0, times - times[np.maximum(last, 0)], np.inf), long
 
 
 def recovery(per_stream: np.ndarray, decoder_seconds: np.ndarray, running: np.ndarray | None, hist: History,
              weights: np.ndarray, times: np.ndarray | None = None,
              prefill_tokens: np.ndarray | None = None,
-             decode_only: tuple[np.ndarray, np.ndarray] | None = None) -> Recovery:
+             decode_only: tuple[np.ndarray, np.ndarray] | None = None,
+             merged: np.ndarray | None = None) -> Recovery:
     """Fit the recovery of per-stream decode with time since the last heavy prefill.
 
     Where long prompts stand out from the rest (:func:`since_long_prompt`), time is counted
@@ -87,10 +107,11 @@ def recovery(per_stream: np.ndarray, decoder_seconds: np.ndarray, running: np.nd
 
     ``decode_only`` = (decode-only steps, decode-only step seconds) per interval, from a ledger: the
     speed compared is then the decode-only step's (the runbook's "decode-only steps inflated after
-    prefill"), which chunk steps after a long prompt (sharing at lag 0) cannot move.
+    prefill"), which chunk steps after a long prompt (sharing at lag 0) cannot move. ``merged``: the
+    prompt count's spanned intervals (:func:`since_long_prompt`).
     """
     since, quiet = hist.since_heavy_seconds, hist.quiet
-    long = since_long_prompt(times, prefill_tokens) if times is not None else None
+    long = since_long_prompt(times, prefill_tokens, merged) if times is not None else None
     if long is not None and prefill_tokens is not None:
         # quiet: no long prompt, and no more prefill than the ordinary interval's (a long prompt's own
         # last chunks after its biggest interval are step-time sharing at lag 0, not a tail)

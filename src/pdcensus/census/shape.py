@@ -58,16 +58,20 @@ def is_counter_sample(name: str, families: dict[str, Family]) -> bool:
 
 
 def data_rows(endpoint: Endpoint) -> np.ndarray:
-    """Rows that are good scrapes: ``up`` == 1 where ``up`` exists, else any sample."""
+    """Rows that are good scrapes: ``up`` == 1, or, at a row with no ``up`` sample, any other sample.
+
+    A recording that lost one ``up`` sample (a federation, a recorder, a file cut by hand) still holds
+    that scrape's samples: the scrape happened, and only an ``up`` of 0 says it failed."""
     up_cols = [i for i, k in enumerate(endpoint.keys) if k.name == "up"]
+    other = [i for i, k in enumerate(endpoint.keys) if k.name != "up"]
+    some = (np.asarray(endpoint.present[:, other].any(axis=1), dtype=bool) if other
+            else np.zeros(endpoint.n_scrapes, bool))
     if up_cols:
         vals = endpoint.values[:, up_cols]
-        ok = endpoint.present[:, up_cols] & (vals == 1.0)
-        return np.flatnonzero(ok.any(axis=1))
-    other = [i for i, k in enumerate(endpoint.keys) if k.name != "up"]
-    if not other:
-        return np.empty(0, dtype=np.int64)
-    return np.flatnonzero(endpoint.present[:, other].any(axis=1))
+        up_present = np.asarray(endpoint.present[:, up_cols].any(axis=1), dtype=bool)
+        ok = np.asarray((endpoint.present[:, up_cols] & (vals == 1.0)).any(axis=1), dtype=bool)
+        return np.flatnonzero(ok | (~up_present & some))
+    return np.flatnonzero(some)
 
 
 def _process_start_names() -> set[str]:

@@ -36,7 +36,7 @@ from pdcensus.census.counters import summed_gauge
 from pdcensus.census.prefill_progress import PrefillBasis, PrefillProgress, reconstruct
 from pdcensus.census.usable import LeftOut, bounded_rate
 from pdcensus.engines import PromptCounting, record
-from pdcensus.series.engine_ledger import ledger_increases, ledger_spanned, term_increases
+from pdcensus.series.engine_ledger import ledger_increases, ledger_spanned, term_increases, term_spanned
 from pdcensus.series.increases import spanned, summed_increase
 from pdcensus.series.llamacpp import census_overrides as llamacpp_overrides
 from pdcensus.series.model import Endpoint
@@ -226,10 +226,10 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
     v1 = profile.name == "vllm-v1" or (rules.prefill_progress and bool(names & VLLM_V1_MARKERS))
     if from_counters and v1 and prefill is not None:
         progress = _vllm_progress(endpoint, rows, times, dt, increases, values, present, by_name,
-                                  gauges.get(Signal.WAITING), finished, Signal.ITERATION_TOKENS in histograms)
+                                  gauges.get(Signal.WAITING), finished, Signal.ITERATION_TOKENS in histograms, spans)
         prefill, _ = bounded_rate(progress.tokens_per_second, "reconstructed prefill rate")
         basis = progress.basis
-    steps, chunk, across = _vllm_counted(profile, endpoint, rows, dt, increases, gauges, prefill, histograms)
+    steps, chunk, across = _vllm_counted(profile, endpoint, rows, dt, increases, gauges, prefill, histograms, spans)
     return ShapeSignals(times, dt, scrape_interval_seconds, profile, names, gauges, increases, histograms,
                         decode, prefill, from_counters, tuple(left_out), basis, progress, finished, steps, chunk, across,
                         spans)
@@ -237,7 +237,7 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
 
 def _vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np.ndarray,
                   increases: dict[Signal, np.ndarray], gauges: dict[Signal, np.ndarray], prefill: np.ndarray | None,
-                  histograms: dict[Signal, Histogram]
+                  histograms: dict[Signal, Histogram], spans: dict[Signal, np.ndarray]
                   ) -> tuple[CountedSteps | None, np.ndarray | None, np.ndarray | None]:
     """vLLM with the step count and the inter-token histogram: the counted step ledger.
 
@@ -252,12 +252,19 @@ def _vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np
     steps = counted_steps(endpoint, rows, gauges.get(Signal.RUNNING))
     if steps is None or not steps.busy.any():
         return None, None, None
-    run = np.nan_to_num(gauges.get(Signal.RUNNING, np.zeros(rows.size)))
-    rose = np.concatenate([[False], run[1:] > run[:-1]])
+    run = np.asarray(gauges.get(Signal.RUNNING, np.zeros(rows.size)), dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        rose = np.concatenate([[False], run[1:] > run[:-1]])  # a missing sample at either end: unknown, not a rise
     prompt = increases.get(Signal.PROMPT_TOKENS)
     chunk = rose | (np.nan_to_num(prompt) > 0 if prompt is not None else False)
-    queries = term_increases(endpoint, rows, LedgerTerm((VLLM_PREFIX_CACHE_QUERIES,)))
-    across = admitted_not_done(queries, prompt) if queries is not None and prompt is not None else None
+    queries_term = LedgerTerm((VLLM_PREFIX_CACHE_QUERIES,))
+    queries = term_increases(endpoint, rows, queries_term)
+    across = None
+    if queries is not None and prompt is not None:
+        merged = term_spanned(endpoint, rows, queries_term)
+        if Signal.PROMPT_TOKENS in spans:
+            merged = spans[Signal.PROMPT_TOKENS] if merged is None else merged | spans[Signal.PROMPT_TOKENS]
+        across = admitted_not_done(queries, prompt, merged)
     if across is not None:
         chunk = chunk | across
     if prefill is not None:
@@ -273,21 +280,33 @@ def _vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np
     return steps, chunk, across
 
 
-def admitted_not_done(queries: np.ndarray, prompt: np.ndarray) -> np.ndarray:
+def admitted_not_done(queries: np.ndarray, prompt: np.ndarray, merged: np.ndarray | None = None) -> np.ndarray:
     """Per interval, whether prompt tokens were admitted and not yet counted as done.
 
     vLLM 0.32 counts a prompt's prefix-cache lookup once, when the scheduler admits it
     (``v1/core/sched/scheduler.py`` l. 1314-1318), and the prompt when its first token comes: the
     tokens between the two are a prefill in progress, its middle chunks included (which move no
     counter). A running balance floored at zero (a window that opens mid-prefill owes nothing).
+
+    ``merged``: intervals whose increase of either counter is a share of a longer span (a sample
+    missing at one end, ``series.increases``). A run of them is one step of the balance, its
+    admissions and completions summed: the shares put part of a completion before its admission,
+    which a balance floored at zero would otherwise keep as a prompt pending to the window's end.
     """
     q, p = np.nan_to_num(queries), np.nan_to_num(prompt)
-    pending = np.zeros(q.size)
+    n = q.size
+    joined = np.zeros(n, dtype=bool) if merged is None else np.asarray(merged, dtype=bool)
+    pending = np.zeros(n)
     level = 0.0
-    for i in range(q.size):
+    i = 0
+    while i < n:
+        j = i + 1
+        while joined[i] and j < n and joined[j]:
+            j += 1
         before = level
-        level = max(0.0, level + q[i] - p[i])
-        pending[i] = max(before, level)  # pending at either end of the interval
+        level = max(0.0, level + float(q[i:j].sum()) - float(p[i:j].sum()))
+        pending[i:j] = max(before, level)  # pending at either end of the interval (or run of them)
+        i = j
     out: np.ndarray = pending > 0
     return out
 
@@ -313,16 +332,22 @@ def _counter(values: np.ndarray, present: np.ndarray, by_name: dict[str, list[in
 def _vllm_progress(endpoint: Endpoint, rows: np.ndarray, times: np.ndarray, dt: np.ndarray,
                    increases: dict[Signal, np.ndarray], values: np.ndarray, present: np.ndarray,
                    by_name: dict[str, list[int]], waiting: np.ndarray | None, finished: np.ndarray | None,
-                   iteration_tokens: bool) -> PrefillProgress:
+                   iteration_tokens: bool, spans: dict[Signal, np.ndarray]) -> PrefillProgress:
     """vLLM's prompt counter moves when a prefill ends: reconstruct when it ran."""
     prompt = increases[Signal.PROMPT_TOKENS]
     local = term_increases(endpoint, rows, LedgerTerm((VLLM_COMPUTED_PROMPT,), "source",
                                                       frozenset({"local_compute"})))
     hits, queries = (_counter(values, present, by_name, VLLM_PREFIX_CACHE_HITS, times),
                      _counter(values, present, by_name, VLLM_PREFIX_CACHE_QUERIES, times))
+    queries_name = VLLM_PREFIX_CACHE_QUERIES
     if queries is None:  # vLLM V1 < 0.9.2 (in blocks in its first builds: the once-per-prompt check rejects those)
+        queries_name = "vllm:gpu_prefix_cache_queries_total"
         hits, queries = (_counter(values, present, by_name, "vllm:gpu_prefix_cache_hits_total", times),
-                         _counter(values, present, by_name, "vllm:gpu_prefix_cache_queries_total", times))
+                         _counter(values, present, by_name, queries_name, times))
+    merged = spans.get(Signal.PROMPT_TOKENS)
+    if queries is not None and by_name.get(queries_name):
+        shared = spanned(present[:, by_name[queries_name]])
+        merged = shared if merged is None else merged | shared
     return reconstruct(times, dt, prompt, completion_time=True, local_compute=local, hits=hits, queries=queries,
                        request_prefill_seconds=_counter(values, present, by_name,
                                                         "vllm:request_prefill_time_seconds_sum", times),
@@ -330,4 +355,4 @@ def _vllm_progress(endpoint: Endpoint, rows: np.ndarray, times: np.ndarray, dt: 
                                                        "vllm:request_prefill_kv_computed_tokens_sum", times),
                        preemptions=increases.get(Signal.PREEMPTIONS), generation=increases.get(Signal.GENERATION_TOKENS),
                        finished=finished,
-                       waiting=waiting, iteration_tokens_scraped=iteration_tokens)
+                       waiting=waiting, iteration_tokens_scraped=iteration_tokens, merged=merged)

@@ -10,7 +10,8 @@ One call, :func:`run_experiment`, does what a user would do by hand and keeps ev
 4. wait two more scrapes, run the census through the Prometheus HTTP API, over the window from
    the moment every decoding stream had its first token to the load's end (the same call as
    ``pdcensus census --prometheus URL --selector '{job="llamacpp"}'``) and measure the client
-   truth (:mod:`.truth`) over the same window;
+   truth (:mod:`.truth`) over the same window; where Prometheus stored no scrape at all for
+   over 5 intervals of the window (:func:`scrape_gap_discards`), the load runs once more first;
 5. stop Prometheus and the server, each by its own pid.
 
 Files in ``out``: ``server_args.json`` and ``cmdline`` (the server's argv, NUL-separated as in
@@ -40,6 +41,8 @@ from pdcensus.errors import SourceUnreachableError
 from pdcensus.series.durations import parse_api_duration_seconds
 from pdcensus.sources.prometheus_local import LocalPrometheus
 
+LOAD_ATTEMPTS = 2  # a load whose window Prometheus did not store runs once more
+SCRAPE_GAP_LIMIT_SCRAPES = 5
 JOB = "llamacpp"
 SELECTOR = '{job="llamacpp"}'
 # The configuration the issue describes a new user trying: 4 slots, 32k context, the defaults'
@@ -113,9 +116,13 @@ def run_experiment(out: Path, plan: LoadPlan, *, server_args: Sequence[str] = DE
         target = server.url.removeprefix("http://")
         with LocalPrometheus.scraping([target], out / "prometheus", job=JOB, scrape_interval=scrape_interval) as prom:
             _wait_first_scrape(prom.url)
-            t0, records = asyncio.run(run_load(server.url, plan, prompts))
-            start, end = window_start(records, t0), t0 + plan.duration_seconds
-            time.sleep(max(0.0, end + 2.5 * parse_api_duration_seconds(scrape_interval.strip()) - time.time()))
+            interval = parse_api_duration_seconds(scrape_interval.strip())
+            for attempt in range(1, LOAD_ATTEMPTS + 1):
+                t0, records = asyncio.run(run_load(server.url, plan, prompts))
+                start, end = window_start(records, t0), t0 + plan.duration_seconds
+                time.sleep(max(0.0, end + 2.5 * interval - time.time()))
+                if not scrape_gap_discards(out, prom, JOB, attempt, start, end, interval):
+                    break
             (out / "requests.jsonl").write_text(records_to_jsonl(records))
             truth = measure_truth(records, start, end)
             (out / "truth.json").write_text(json.dumps(truth.to_dict(), indent=2, allow_nan=True) + "\n")
@@ -125,6 +132,21 @@ def run_experiment(out: Path, plan: LoadPlan, *, server_args: Sequence[str] = DE
                 on_running(server)
         argv = tuple(server.argv)
     return ExperimentResult(out, argv, prom.url, start, end, truth, reports[0])
+
+
+def scrape_gap_discards(out: Path, prom: LocalPrometheus, job: str, attempt: int, start: float, end: float,
+                        interval: float) -> bool:
+    """Whether the load's window is to be run again: Prometheus stored no scrape of ``job`` (not even
+    ``up``) for over ``SCRAPE_GAP_LIMIT_SCRAPES`` intervals of it, and an attempt is left. The
+    recording could not show what the clients felt; the discarded window is kept in
+    ``discarded-attempt-N.json``. (A loaded CI machine once stored nothing for 63 s of a 75 s phase.)"""
+    gap = prom.longest_scrape_gap(job, start, end)
+    if gap <= max(SCRAPE_GAP_LIMIT_SCRAPES * interval, 5.0) or attempt >= LOAD_ATTEMPTS:
+        return False
+    note = {"attempt": attempt, "start": start, "end": end, "longest_scrape_gap_seconds": gap}
+    (out / f"discarded-attempt-{attempt}.json").write_text(json.dumps(note) + "\n")
+    print(f"{job} live: prometheus stored no scrape for {gap:.0f} s of the window; running the load again", flush=True)
+    return True
 
 
 def window_start(records: Sequence[RequestRecord], t0: float) -> float:

@@ -35,7 +35,7 @@ from types import TracebackType
 import httpx
 
 from pdcensus.census.model import CensusReport
-from pdcensus.engine.experiment import _proc_cmdline, window_start
+from pdcensus.engine.experiment import LOAD_ATTEMPTS, _proc_cmdline, scrape_gap_discards, window_start
 from pdcensus.engine.stalls import Stalls, measure_stalls
 from pdcensus.engine.streams import RequestRecord, records_to_jsonl
 from pdcensus.engine.truth import Truth, measure_truth
@@ -48,8 +48,6 @@ from pdcensus.sources.prometheus_local import LocalPrometheus
 JOB = "vllm"
 SELECTOR = '{job="vllm"}'
 FIRST_SCRAPE_TIMEOUT_SECONDS = 90.0
-LOAD_ATTEMPTS = 2  # a load whose window Prometheus did not store runs once more
-SCRAPE_GAP_LIMIT_SCRAPES = 5
 
 
 @dataclass(frozen=True)
@@ -139,22 +137,14 @@ class VllmLive:
         interval = parse_api_duration_seconds(self.scrape_interval.strip())
         for attempt in range(1, LOAD_ATTEMPTS + 1):
             t0, records, start, end = self._drive(plan, interval)
-            gap = self.prometheus.longest_scrape_gap(JOB, start, end)
-            if gap <= max(SCRAPE_GAP_LIMIT_SCRAPES * interval, 5.0) or attempt == LOAD_ATTEMPTS:
+            if not scrape_gap_discards(out, self.prometheus, JOB, attempt, start, end, interval):
                 break
-            # Prometheus itself stored nothing for a while (no `up` either): the recording cannot
-            # show what the clients felt, so the load runs again rather than the census be judged on it
-            note = {"attempt": attempt, "start": start, "end": end, "longest_scrape_gap_seconds": gap}
-            (out / f"discarded-attempt-{attempt}.json").write_text(json.dumps(note) + "\n")
-            print(f"vllm live: prometheus stored no scrape for {gap:.0f} s of the window; running the load again",
-                  flush=True)
         (out / "requests.jsonl").write_text(records_to_jsonl(records))
         truth, stalls = measure_truth(records, start, end), measure_stalls(records, start, end)
         (out / "truth.json").write_text(json.dumps({**truth.to_dict(), "stalls": stalls.to_dict()},
                                                    indent=2, allow_nan=True) + "\n")
         offline = ["pdcensus", "census", str(out / "metrics.om"), "--start", repr(start), "--end", repr(end)]
         (out / "window.json").write_text(json.dumps({"t0": t0, "start": start, "end": end, "attempt": attempt,
-                                                     "longest_scrape_gap_seconds": gap,
                                                      "offline_census": offline}) + "\n")
         url = self.prometheus.url
         _write_recording(out, url, start, end)

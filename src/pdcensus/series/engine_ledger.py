@@ -316,6 +316,17 @@ def term_increases(endpoint: Endpoint, rows: np.ndarray, term: LedgerTerm) -> np
                            endpoint.timestamps[rows])
 
 
+def term_spanned(endpoint: Endpoint, rows: np.ndarray, term: LedgerTerm) -> np.ndarray | None:
+    """Per row over ``rows``, whether the term's increase there is a share of a longer span (``series.increases``)."""
+    rows = np.asarray(rows, dtype=np.int64)
+    _, keys, _ = _term_keys(endpoint, term)
+    if not keys:
+        return None
+    index = {key: i for i, key in enumerate(endpoint.keys)}
+    cols = np.asarray([index[k] for k in keys], dtype=np.intp)
+    return spanned(endpoint.present[np.ix_(rows, cols)])
+
+
 def ledger_increases(endpoint: Endpoint, rows: np.ndarray, profile: Profile) -> dict[Signal, np.ndarray]:
     """Per-interval increases of the ledger counters over ``rows``, keyed by census signal.
 
