@@ -27,6 +27,7 @@ import numpy as np
 
 from pdcensus.advice.knobs import ActsOn, Dial, Knob
 from pdcensus.advice.model import ArmStep, StepStatus
+from pdcensus.census.buckets import assign_on_edges
 from pdcensus.census.signals import ShapeSignals
 from pdcensus.engines import record
 from pdcensus.series.profiles import Signal
@@ -139,8 +140,7 @@ def busy_itl_p99(signals: ShapeSignals, idle_threshold_tokens_per_second: float)
     prefill = signals.prefill_tokens_per_second
     if hist is None or prefill is None or not math.isfinite(idle_threshold_tokens_per_second):
         return math.nan
-    p = np.asarray(prefill, dtype=float)
-    busy = np.isfinite(p) & (p >= idle_threshold_tokens_per_second) & np.isfinite(hist.increases).all(axis=1)
+    busy = assign_on_edges(prefill, (idle_threshold_tokens_per_second,)).busy & np.isfinite(hist.increases).all(axis=1)
     if not busy.any():
         return math.nan
     counts = hist.increases[busy].sum(axis=0)

@@ -26,7 +26,7 @@ from pdcensus.advice.catalogue import engine_of_argv
 from pdcensus.advice.evidence import Argv
 from pdcensus.advice.knobs import CounterCheck, Knob, get_knob
 from pdcensus.advice.model import ArmOutcome, ArmStep, ArmVerdict, StepStatus
-from pdcensus.census.buckets import BucketAssignment, assign_buckets, bucket_table
+from pdcensus.census.buckets import assign_buckets, assign_on_edges, bucket_table
 from pdcensus.census.model import BucketTable, CensusReport
 from pdcensus.census.run import CensusOptions, census_recording, read_shape
 from pdcensus.census.signals import ShapeSignals
@@ -56,19 +56,6 @@ def read_window(recording: Recording, instance: str | None = None) -> Window:
     return Window(report, read.signals)
 
 
-def assign_with_edges(prefill: np.ndarray, edges: tuple[float, ...], labels: tuple[str, ...]) -> BucketAssignment:
-    """Bucket a window's prefill samples with another window's edges (idle threshold first)."""
-    p = np.asarray(prefill, dtype=np.float64)
-    ok = np.isfinite(p)
-    index = np.full(p.size, -1, dtype=np.int64)
-    index[ok & (p < edges[0])] = 0
-    k = len(edges) - 1
-    if k:
-        sel = ok & (p >= edges[0])
-        index[sel] = 1 + np.clip(np.searchsorted(np.array(edges[1:-1]), p[sel], side="right"), 0, k - 1)
-    return BucketAssignment(index, edges[0], edges, labels, f"edges of the before window: {edges}")
-
-
 @dataclass(frozen=True)
 class BucketPair:
     """Before and after on the before window's edges: per bucket, and idle vs all busy pooled."""
@@ -82,7 +69,10 @@ class BucketPair:
 
 
 def bucket_pair(before: ShapeSignals, after: ShapeSignals) -> BucketPair:
-    """Both windows bucketed with the SAME edges (the before window's)."""
+    """Both windows bucketed with the SAME edges (the before window's), by the census's one rule.
+
+    :func:`pdcensus.census.buckets.assign_on_edges` decides which scrapes count and where the
+    threshold falls, so the before window's buckets are the ones its own census made."""
     assert before.prefill_tokens_per_second is not None and after.prefill_tokens_per_second is not None
     a_before = assign_buckets(before.prefill_tokens_per_second)
     pooled_edges = (a_before.edges[0], math.inf)
@@ -90,7 +80,8 @@ def bucket_pair(before: ShapeSignals, after: ShapeSignals) -> BucketPair:
     for s in (before, after):
         assert s.decode_tokens_per_second is not None and s.prefill_tokens_per_second is not None
         for edges, labels in ((a_before.edges, a_before.labels), (pooled_edges, ("idle", "busy"))):
-            a = assign_with_edges(s.prefill_tokens_per_second, edges, labels)
+            a = assign_on_edges(s.prefill_tokens_per_second, edges, idle_at_threshold=a_before.idle_at_threshold,
+                                labels=labels, idle_rule=f"edges of the before window: {edges}")
             if len(labels) == len(a_before.labels) and edges == a_before.edges:
                 indices.append(a.index)
             tables.append(bucket_table(a, s.decode_tokens_per_second, s.gauge(Signal.RUNNING),
