@@ -40,10 +40,10 @@ def test_the_tradeoff_rows_carry_a_replayed_ttft_p90_never_below_the_at_least_fi
         replayed, at_least = float(row["busy_ttft_p90_seconds_replay"]), float(row["prompt_ttft_p90_seconds_at_least"])
         assert replayed >= at_least * (1 - 1e-9)
     zero = next(r for r in rec.tradeoff if r["interleave"] == 0)
-    assert zero["busy_ttft_p90_seconds_replay"] == pytest.approx(rec.predicted["busy_ttft_p90_seconds_now"])
-    assert rec.predicted["busy_ttft_p90_seconds_replay"] == pytest.approx(
-        rec.predicted["busy_ttft_p90_seconds_now"] * rec.predicted["ttft_p90_ratio_replay"])
-    assert rec.predicted["replay_busy_intervals"] >= 8
+    assert zero["busy_ttft_p90_seconds_replay"] == pytest.approx(rec.predicted.busy_ttft_p90_seconds_now)
+    assert rec.predicted.busy_ttft_p90_seconds_replay == pytest.approx(
+        rec.predicted.busy_ttft_p90_seconds_now * rec.predicted.ttft_p90_ratio_replay)
+    assert rec.predicted.replay_busy_intervals >= 8
 
 
 def test_without_a_trace_the_replay_column_is_empty_and_a_note_says_why(sharing: CensusReport) -> None:

@@ -13,6 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
+from pdcensus.advice.predictions import Prediction
+
 
 class Severity(str, Enum):
     """How bad a lint finding is; ``--strict`` fails only on ERROR."""
@@ -142,7 +144,8 @@ class TwinCheck:
 class Recommendation:
     """One knob to turn, with the effect predicted from the census's own ledger and buckets.
 
-    ``predicted`` holds the numbers (keys name their units); ``tradeoff`` is a table of
+    ``predicted`` holds the numbers, a typed record per kind of knob (:mod:`pdcensus.advice.predictions`;
+    field names name their units and are the JSON keys); ``tradeoff`` is a table of
     rows (one mapping per candidate value) where the knob is a dial: numbers, plus a text
     cell where a candidate is named rather than counted (a checkpoint policy).
     """
@@ -153,7 +156,7 @@ class Recommendation:
     env_line: str
     rollback_env_line: str
     summary: str
-    predicted: Mapping[str, float] = field(default_factory=dict)
+    predicted: Prediction = field(default_factory=Prediction)
     cost: str = ""
     preconditions: tuple[str, ...] = ()
     verification: VerificationPlan | None = None
@@ -180,7 +183,7 @@ class Recommendation:
             "env_line": self.env_line,
             "rollback_env_line": self.rollback_env_line,
             "summary": self.summary,
-            "predicted": _clean(self.predicted),
+            "predicted": _clean(self.predicted.to_dict()),
             "cost": self.cost,
             "preconditions": list(self.preconditions),
             "verification": self.verification.to_dict() if self.verification else None,
