@@ -10,13 +10,13 @@ import pytest
 import pdcensus.api as pdc
 from pdcensus.advice import predict
 from pdcensus.advice.recommend import recommend
-from pdcensus.advice.verify import bucket_pair, interleave_prediction, read_window, verify_arm
 from pdcensus.census.model import CensusReport
 from pdcensus.census.run import CensusOptions, census_recording
 from pdcensus.report.html import render_html
 from pdcensus.report.markdown import render_markdown
 from pdcensus.report.terminal import render_text
 from pdcensus.series.model import Recording
+from pdcensus.verify.arm import bucket_pair, interleave_prediction, read_window, verify_arm
 
 from .synthetic import step_time_sharing
 

@@ -12,11 +12,11 @@ from typing import cast
 import numpy as np
 import pytest
 
-from pdcensus.advice.verify import bucket_pair
 from pdcensus.census.buckets import assign_buckets, assign_on_edges, bucket_table
 from pdcensus.census.run import ShapeRead
 from pdcensus.census.signals import ShapeSignals
 from pdcensus.series.profiles import Signal, get_profile
+from pdcensus.verify.arm import bucket_pair
 from pdcensus.whatif.measure import measure
 
 N = 120

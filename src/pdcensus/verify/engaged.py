@@ -1,6 +1,6 @@
 """Counter checks for other engines' knobs: the series that proves an arm engaged on that engine.
 
-verify-arm (:mod:`pdcensus.advice.verify`) reads radiance's counters itself; this module adds the
+verify-arm (:mod:`pdcensus.verify.arm`) reads radiance's counters itself; this module adds the
 checks the catalogue names for the other engines (:class:`~pdcensus.advice.knobs.CounterCheck`):
 
 - ``STEP_TOKENS_AT_MOST`` (vLLM ``--max-num-batched-tokens``): a decoder beside a chunk of at most
@@ -26,7 +26,6 @@ import math
 import numpy as np
 
 from pdcensus.advice.knobs import ActsOn, Dial, Knob
-from pdcensus.advice.model import ArmStep, StepStatus
 from pdcensus.census.buckets import assign_on_edges
 from pdcensus.census.signals import ShapeSignals
 from pdcensus.engines import record
@@ -34,6 +33,7 @@ from pdcensus.series.profiles import Signal
 from pdcensus.series.quantile import quantile_of_bounds
 from pdcensus.series.vllm_steps import observations_above as _above
 from pdcensus.series.vllm_steps import span_mask
+from pdcensus.verify.model import ArmStep, StepStatus
 
 
 BEYOND_SHARE = 0.10  # of the long gaps, at most this share beyond twice one budget's chunk step
