@@ -23,7 +23,6 @@ from typing import Any
 
 from pdcensus import api
 from pdcensus.advice.evidence import read_argv
-from pdcensus.advice.verify import verify_arm
 from pdcensus.census.model import CensusReport
 from pdcensus.cli import main
 from pdcensus.commands.base import parse_duration
@@ -32,6 +31,7 @@ from pdcensus.sim.output import write_sim_dir
 from pdcensus.sim.run import simulate_scenario
 from pdcensus.sim.scenarios import get_scenario
 from pdcensus.sources.load import load_source
+from pdcensus.verify.arm import verify_arm
 
 SCENARIOS = {"step-time-sharing": "step-time-sharing", "eviction-tail": "eviction",
              "preemption-stall": "preemption-stall", "preemption-stall@0.5": "preemption-stall",

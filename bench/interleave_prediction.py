@@ -34,9 +34,9 @@ import time
 import numpy as np
 
 from pdcensus.advice import predict, ttft_replay
-from pdcensus.advice.verify import Window, bucket_pair, interleave_prediction, read_window
 from pdcensus.series.profiles import Signal
 from pdcensus.sim.run import simulate
+from pdcensus.verify.arm import Window, bucket_pair, interleave_prediction, read_window
 
 
 def main() -> None:

@@ -28,13 +28,13 @@ from typing import Any
 from pdcensus.advice.evidence import read_argv
 from pdcensus.advice.llamacpp import batch_point
 from pdcensus.advice.recommend import recommend
-from pdcensus.advice.verify import verify_arm
 from pdcensus.engine.experiment import DEFAULT_SERVER_ARGS, ExperimentResult, run_experiment
 from pdcensus.engine.llama_server import LlamaServer
 from pdcensus.engine.locate import locate_engine
 from pdcensus.engine.streams import LoadPlan
 from pdcensus.errors import SourceUnreachableError
 from pdcensus.sources.load import load_source
+from pdcensus.verify.arm import verify_arm
 
 
 def plan_for(seconds: float) -> LoadPlan:

@@ -17,14 +17,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from pdcensus.advice import gate
-from pdcensus.advice.arm_args import ARM_EXIT_CODES
 from pdcensus.advice.evidence import read_argv
-from pdcensus.advice.model import CompareStatus
-from pdcensus.advice.verify import bucket_pair, read_window, verify_arm
 from pdcensus.sim.output import write_sim_dir
 from pdcensus.sim.run import simulate
 from pdcensus.sources.load import load_source
+from pdcensus.verify import gate
+from pdcensus.verify.arm import bucket_pair, read_window, verify_arm
+from pdcensus.verify.arm_args import ARM_EXIT_CODES
+from pdcensus.verify.model import CompareStatus
 
 NOISE = ("step-time-sharing", "healthy", "eviction-tail", "preemption-stall", "self-made-prefill", "protected")
 ARMS = (

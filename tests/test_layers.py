@@ -13,7 +13,8 @@ The layers, lowest first (a module may import its own layer and the layers below
 * ``series.model``: the recording data model every reader fills;
 * ``sources``: readers and writers of recordings, servers and side channels;
 * ``series``: PromQL, engine profiles, resampling, on top of the model;
-* ``census``, then ``advice``, then ``lint`` (it reads the advice's pinned schema), then ``report``;
+* ``census``, then ``advice``, then ``verify`` (verify-arm: a caller of the census and the advice,
+  whose verdict the report renders), then ``lint`` (it reads the advice's pinned schema), then ``report``;
 * ``api``, ``fleet``, ``engine`` (a real engine driven end to end), ``whatif`` (the simulator
   calibrated to a recording): the library's entry points;
 * ``commands`` (``commands.base`` first), then ``cli`` and ``__main__``.
@@ -40,6 +41,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("pdcensus.series",),
     ("pdcensus.census",),
     ("pdcensus.advice",),
+    ("pdcensus.verify",),
     ("pdcensus.lint",),
     ("pdcensus.report",),
     ("pdcensus.api", "pdcensus.fleet", "pdcensus.engine", "pdcensus.whatif"),

@@ -18,11 +18,11 @@ import pytest
 from pdcensus import api
 from pdcensus.advice.catalogue import engine_catalogue
 from pdcensus.advice.evidence import read_argv
-from pdcensus.advice.model import ArmOutcome
-from pdcensus.advice.verify import verify_arm
 from pdcensus.census.model import CensusReport
 from pdcensus.cli import main
 from pdcensus.sources.load import load_source
+from pdcensus.verify.arm import verify_arm
+from pdcensus.verify.model import ArmOutcome
 
 DURATION = {"eviction-tail": "2h"}  # a long prompt every 12 min: two hours give the bucket pair enough busy scrapes
 SEED = "3"

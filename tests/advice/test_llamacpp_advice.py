@@ -7,8 +7,8 @@ import pytest
 from pdcensus.advice.evidence import Argv, flags_from_argv
 from pdcensus.advice.knobs import get_knob
 from pdcensus.advice.llamacpp import batch_point, flag_value
-from pdcensus.advice.model import StepStatus
-from pdcensus.advice.verify import check_argv
+from pdcensus.verify.arm import check_argv
+from pdcensus.verify.model import StepStatus
 
 ARGV = ("llama-server", "-m", "m.gguf", "--host", "127.0.0.1", "--metrics", "-np", "4", "-c", "32768", "-b", "512",
         "-ub", "512", "-t", "2")

@@ -34,9 +34,9 @@ def test_step_time_sharing_gets_the_decoder_dial_with_n_for_the_target(sharing: 
     n = int(rec.value)
     assert rec.knob == "--prefill-interleave" and rec.env_line == f"RADIANCE_PREFILL_INTERLEAVE={n}"
     assert rec.rollback_env_line == "RADIANCE_PREFILL_INTERLEAVE=0"
-    assert rec.predicted["per_stream_tokens_per_second_during_prefill"] == pytest.approx((n + 1) / (c + n * d))
-    assert rec.predicted["share_of_idle"] >= 0.3
-    assert rec.predicted["ttft_stretch"] == pytest.approx((c + n * d) / c)
+    assert rec.predicted.per_stream_tokens_per_second_during_prefill == pytest.approx((n + 1) / (c + n * d))
+    assert rec.predicted.share_of_idle >= 0.3
+    assert rec.predicted.ttft_stretch == pytest.approx((c + n * d) / c)
     assert rec.verification is not None and "engine_steps_held_total" in rec.verification.counter
 
 
@@ -57,7 +57,7 @@ def test_recommendations_serialise_for_the_census_advice_list(sharing: CensusRep
 def test_a_build_without_the_ledger_gets_no_numbers_and_says_why() -> None:
     old = census_recording(step_time_sharing(0, build="1.0.13", seed=1), CensusOptions(replicates=50))[0]
     (rec,) = recommend(_as(old, Mechanism.STEP_TIME_SHARING), {})
-    assert rec.predicted == {} and "no step ledger" in rec.summary
+    assert not rec.predicted and "no step ledger" in rec.summary
 
 
 def test_a_withheld_ledger_on_a_build_that_counts_steps_says_why_and_never_asks_for_an_upgrade(
@@ -66,7 +66,7 @@ def test_a_withheld_ledger_on_a_build_that_counts_steps_says_why_and_never_asks_
     withheld = dataclasses.replace(sharing, ledger=dataclasses.replace(sharing.ledger, available=False, reason=reason))
     assert withheld.profile == "radiance-1.8"
     (rec,) = recommend(withheld, {})
-    assert rec.predicted == {} and reason in rec.summary
+    assert not rec.predicted and reason in rec.summary
     assert "upgrade" not in rec.summary and "no step ledger on this build" not in rec.summary
 
 
@@ -80,15 +80,15 @@ def test_eviction_shrinks_the_step_budget_but_never_below_the_stagers_smallest_p
                        boot=BootLedger(stager_smallest_pass_tokens=768))
     assert (rec.knob, rec.value) == ("--max-num-batched-tokens", "768")
     assert rec.rollback_env_line == "RADIANCE_MAX_NUM_BATCHED_TOKENS=1024"
-    assert rec.predicted["arena_loan_fraction_of_now"] == pytest.approx(0.75)
-    assert rec.predicted["prefill_seconds_per_token_ratio"] > 1
+    assert rec.predicted.arena_loan_fraction_of_now == pytest.approx(0.75)
+    assert rec.predicted.prefill_seconds_per_token_ratio > 1
 
 
 def test_eviction_with_a_prefill_span_lowers_the_span_first(sharing: CensusReport) -> None:
     flags = {"--prefill-span": "4", "--checkpoint-interval": "2048", "--max-num-batched-tokens": "8192"}
     (rec,) = recommend(_as(sharing, Mechanism.EVICTION), flags)
     assert (rec.knob, rec.value) == ("--prefill-span", "1")
-    assert rec.predicted["arena_loan_fraction_of_now"] == pytest.approx(0.25)
+    assert rec.predicted.arena_loan_fraction_of_now == pytest.approx(0.25)
 
 
 def test_mixed_gets_one_recommendation_per_mechanism(sharing: CensusReport) -> None:
@@ -103,9 +103,9 @@ def test_checkpoint_advice_shows_a_shorter_interval_does_not_help_geometric_back
     depths = [30_000, 61_000, 100_000]
     rec = recommend_checkpoints(depths, {"--checkpoint-interval": "4096", "--checkpoint-policy": "geometric-backoff"})
     assert rec.value == "keep-all"
-    now, half = rec.predicted["mean_replay_tokens_now"], rec.predicted["mean_replay_tokens_now_half_interval"]
+    now, half = rec.predicted.mean_replay_tokens_now, rec.predicted.mean_replay_tokens_now_half_interval
     assert abs(half - now) <= 4096
-    assert rec.predicted["mean_replay_tokens_keep_all"] < 4096 < now
+    assert rec.predicted.mean_replay_tokens_keep_all < 4096 < now
     expected = sum(predict.replay_tokens("geometric-backoff", d, 4096, diverged=True) for d in depths) / 3
     assert now == pytest.approx(expected)
 

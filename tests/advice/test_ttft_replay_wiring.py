@@ -10,13 +10,13 @@ import pytest
 import pdcensus.api as pdc
 from pdcensus.advice import predict
 from pdcensus.advice.recommend import recommend
-from pdcensus.advice.verify import bucket_pair, interleave_prediction, read_window, verify_arm
 from pdcensus.census.model import CensusReport
 from pdcensus.census.run import CensusOptions, census_recording
 from pdcensus.report.html import render_html
 from pdcensus.report.markdown import render_markdown
 from pdcensus.report.terminal import render_text
 from pdcensus.series.model import Recording
+from pdcensus.verify.arm import bucket_pair, interleave_prediction, read_window, verify_arm
 
 from .synthetic import step_time_sharing
 
@@ -40,10 +40,10 @@ def test_the_tradeoff_rows_carry_a_replayed_ttft_p90_never_below_the_at_least_fi
         replayed, at_least = float(row["busy_ttft_p90_seconds_replay"]), float(row["prompt_ttft_p90_seconds_at_least"])
         assert replayed >= at_least * (1 - 1e-9)
     zero = next(r for r in rec.tradeoff if r["interleave"] == 0)
-    assert zero["busy_ttft_p90_seconds_replay"] == pytest.approx(rec.predicted["busy_ttft_p90_seconds_now"])
-    assert rec.predicted["busy_ttft_p90_seconds_replay"] == pytest.approx(
-        rec.predicted["busy_ttft_p90_seconds_now"] * rec.predicted["ttft_p90_ratio_replay"])
-    assert rec.predicted["replay_busy_intervals"] >= 8
+    assert zero["busy_ttft_p90_seconds_replay"] == pytest.approx(rec.predicted.busy_ttft_p90_seconds_now)
+    assert rec.predicted.busy_ttft_p90_seconds_replay == pytest.approx(
+        rec.predicted.busy_ttft_p90_seconds_now * rec.predicted.ttft_p90_ratio_replay)
+    assert rec.predicted.replay_busy_intervals >= 8
 
 
 def test_without_a_trace_the_replay_column_is_empty_and_a_note_says_why(sharing: CensusReport) -> None:

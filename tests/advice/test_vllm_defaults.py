@@ -69,7 +69,7 @@ def test_a_real_vllm_run_gets_the_next_budget_from_the_default_with_its_deploy_a
     assert rec.rollback_env_line == "(drop --max-num-batched-tokens)"  # back to what argv and --config gave
     assert "not in argv" in rec.summary and "default" in rec.summary and "arg_utils.py:2937" in rec.summary
     assert any("--config /workspace/results/config.yaml" in n for n in rec.notes)
-    assert rec.predicted["step_tokens_now"] == 8192.0
+    assert rec.predicted.step_tokens_now == 8192.0
 
 
 def test_the_next_value_from_the_default_is_never_the_default_itself() -> None:

@@ -62,7 +62,7 @@ def test_an_overloaded_scenario_is_named_overloaded_with_no_knob_presented_as_th
     assert advice.env_line == "" and "No knob fixes this" in advice.summary
     assert "KV memory" in advice.summary  # preemptions run in most minutes
     assert any(n.startswith("--max-num-seqs:") for n in advice.notes)  # named: it only moves the pain
-    assert advice.predicted["capacity_factor"] > 1.2
+    assert advice.predicted.capacity_factor > 1.2
     assert any(n.startswith("VRAM split (/diagnostics): ") for n in advice.notes)  # where KV memory would come from
     from pdcensus.report.terminal import render_text
 

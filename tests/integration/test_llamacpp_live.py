@@ -121,6 +121,6 @@ def test_the_advice_is_llama_cpps_batch_size_with_a_prediction_from_this_run(liv
     assert advice.knob == "-b" and advice.value.isdigit() and int(advice.value) < 2048
     predicted = advice.predicted
     # the wait beside a prompt now is a full -b call: its prediction is the client's rate in the windows, give or take
-    now = predicted["per_stream_tokens_per_second_beside_prompt_now"]
-    assert 0 < now < predicted["idle_per_stream_tokens_per_second"]
-    assert predicted["per_stream_tokens_per_second_beside_prompt"] > now
+    now = predicted.per_stream_tokens_per_second_beside_prompt_now
+    assert 0 < now < predicted.idle_per_stream_tokens_per_second
+    assert predicted.per_stream_tokens_per_second_beside_prompt > now

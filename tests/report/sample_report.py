@@ -12,6 +12,7 @@ import math
 
 from pdcensus.advice.endpoint_report import EndpointReport, SideEvidence
 from pdcensus.advice.model import Recommendation, VerificationPlan
+from pdcensus.advice.predictions import InterleavePrediction
 from pdcensus.census.model import (
     BucketRow, BucketTable, Burst, CensusReport, Evidence, LagPoint, LagResult, LedgerBucket, LedgerResult,
     LedgerTimeline, LossShares, Mechanism, PreemptionResult, Segment, SegmentStart, ShapeResult, Timeline,
@@ -103,7 +104,17 @@ def make_report(instance: str = "10.0.0.7:7770", job: str = "radiance", text: st
         mechanism="step-time-sharing", knob="--prefill-interleave", value="2",
         env_line="RADIANCE_PREFILL_INTERLEAVE=2", rollback_env_line="RADIANCE_PREFILL_INTERLEAVE=0",
         summary=f"Give decoders two held decode-only steps after each chunk step{extra}",
-        predicted={"decoder_tokens_per_second_beside_prefill": 3.2, "prefill_ttft_stretch_seconds": 0.03},
+        predicted=InterleavePrediction(
+            interleave=2.0, target_decode_share=0.5, per_stream_tokens_per_second_during_prefill=3.2,
+            share_of_idle=0.12, per_stream_tokens_per_second_during_prefill_now=1.1,
+            measured_busy_per_stream_tokens_per_second=9.0, busy_bucket_saturated_share=0.4,
+            busy_bucket_per_stream_tokens_per_second_predicted=14.0, idle_per_stream_tokens_per_second=27.0,
+            chunk_step_seconds=0.91, decode_step_seconds=0.015, ttft_stretch=1.03,
+            added_seconds_per_chunk_step=0.03, held_steps_per_chunk_step=2.0, busy_ttft_p90_seconds_now=2.0,
+            busy_ttft_p90_seconds_at_least=2.06, busy_ttft_p90_seconds_queueing=2.2,
+            busy_ttft_p90_seconds_replay=math.nan, ttft_p90_ratio_replay=math.nan,
+            replay_ttft_p90_seconds_now=math.nan, replay_busy_intervals=0.0, prefill_load_now=0.3,
+            prefill_load_predicted=0.31),
         cost="the prefilling prompt's TTFT stretches by two decode-only steps per chunk",
         preconditions=("radiance 1.8.x",),
         verification=VerificationPlan(

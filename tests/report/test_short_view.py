@@ -155,7 +155,7 @@ def test_the_html_puts_the_advice_near_the_top_with_labelled_predictions(sharing
     (rec,) = sharing.advice
     assert main.index('id="advice"') < main.index("<svg") and main.index('id="advice"') < main.index('id="traps"')
     cells = set(re.findall(r"<td[^>]*>([^<]*)</td>", page))
-    raw = [k for k in rec.predicted if k in cells or k.replace("_", " ") in cells]
+    raw = [k for k, _ in rec.predicted.items() if k in cells or k.replace("_", " ") in cells]
     assert raw == [], f"raw variable names shown: {raw}"
     assert "47.2 tok/s" in page  # the predicted per-stream rate, with its unit
     assert "Which busy TTFT p90 to trust: replay" in page

@@ -44,8 +44,8 @@ def test_the_headline_knob_carries_the_twin_beside_the_closed_form(sharing_dir: 
     heavy = check.rows[0]
     assert heavy.figure.startswith("per-stream decode, heaviest bucket")
     # the closed form's figure is the advice's own, the twin's is its own run with a range over seeds
-    assert heavy.closed_form == pytest.approx(rec.predicted["busy_bucket_per_stream_tokens_per_second_predicted"])
-    assert heavy.now == pytest.approx(rec.predicted["measured_busy_per_stream_tokens_per_second"])
+    assert heavy.closed_form == pytest.approx(rec.predicted.busy_bucket_per_stream_tokens_per_second_predicted)
+    assert heavy.now == pytest.approx(rec.predicted.measured_busy_per_stream_tokens_per_second)
     assert heavy.twin_low <= heavy.twin <= heavy.twin_high
     assert heavy.twin > heavy.now  # held decode-only steps give decoders beside a prefill more tokens
     assert heavy.trust == "twin" and check.rows[-1].figure.startswith("TTFT p90") and check.rows[-1].trust == "between"

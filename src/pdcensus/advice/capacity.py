@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pdcensus.advice.model import Recommendation, VerificationPlan
+from pdcensus.advice.predictions import CapacityPrediction, Prediction
 from pdcensus.census.model import CensusReport
 from pdcensus.census.overload_model import OverloadSignature
 
@@ -72,10 +73,8 @@ def capacity_first(report: CensusReport, knob_advice: Sequence[Recommendation]) 
     if o.preemptions > 0:
         notes.append(f"preemptions: {o.preemptions:.0f}, in {_fmt(o.preemption_minutes_share, '.0%')} of the minutes "
                      f"({'continuous' if continuous else 'bursty'})")
-    predicted = {"capacity_factor": o.capacity_factor, "queue_wait_seconds": o.queue_wait_seconds,
-                 "waiting_slope_per_minute": o.waiting_slope_per_minute,
-                 "queue_share_of_residence": o.queue_share_of_residence,
-                 "admission_per_second": o.admission_per_second}
+    predicted = CapacityPrediction(o.capacity_factor, o.queue_wait_seconds, o.waiting_slope_per_minute,
+                                   o.queue_share_of_residence, o.admission_per_second)
     plan = VerificationPlan(
         argv="the replica count (or the deployment's size) in the serving platform, not an engine flag",
         counter="the waiting-queue gauge drains: its slope over the window at or below 0 and the queue empty in more "
@@ -153,7 +152,7 @@ def box_first(box: BoxReading) -> Recommendation:
         f"configuration drift: {d}" for d in box.drift)
     plan = VerificationPlan(argv="-", counter="/diagnostics lists no degraded link and no held-down clock",
                             bucket_pair="rerun the census after the fix", command="pdcensus collect --url URL --out B")
-    return Recommendation("box", "hardware", "fix", "", "", summary, {}, cost="downtime on that box",
+    return Recommendation("box", "hardware", "fix", "", "", summary, Prediction(), cost="downtime on that box",
                           verification=plan, notes=notes)
 
 

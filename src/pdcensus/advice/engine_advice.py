@@ -38,6 +38,7 @@ from pdcensus.advice.catalogue import engine_catalogue
 from pdcensus.advice.deploy import deploy_line, same_value
 from pdcensus.advice.knobs import ActsOn, Dial, Knob
 from pdcensus.advice.model import Recommendation, VerificationPlan
+from pdcensus.advice.predictions import KvHeadroomPrediction, Prediction, StepBudgetPrediction
 from pdcensus.census.model import CensusReport
 from pdcensus.engines import release
 
@@ -72,7 +73,7 @@ def spent(mechanism: ActsOn, engine: str, knob: Knob, current: str, why: str) ->
     """The dial is spent: no value to deploy, the structural fix instead."""
     name = engine_catalogue(engine).name
     return Recommendation(mechanism.value, knob.flag, "", "", "", f"{knob.flag} is spent on {name} at {current}: {why}; "
-                          f"the structural fix: {structural_fix(engine)}", {}, cost=knob.cost,
+                          f"the structural fix: {structural_fix(engine)}", Prediction(), cost=knob.cost,
                           preconditions=knob.preconditions, engine=engine, dial_state="spent")
 
 
@@ -83,7 +84,7 @@ def gap_recommendation(mechanism: ActsOn, engine: str) -> Recommendation | None:
     if gap is None:
         return None
     return Recommendation(mechanism.value, "", "", "", "", f"{catalogue.name} has no knob for {mechanism.value}: "
-                          f"{gap.why}; the structural fix: {gap.structural_fix}", {}, engine=engine,
+                          f"{gap.why}; the structural fix: {gap.structural_fix}", Prediction(), engine=engine,
                           dial_state="no-knob")
 
 
@@ -106,33 +107,32 @@ def recommend_budget(report: CensusReport, mechanism: ActsOn, engine: str,
                "deployed value is not known" if deployed.get("--config") else
                "the deployed value is not known (give the argv: --evidence, or a cmdline)")
             + f", so no next value is computed: halve the deployed {knob.flag}",
-            {}, cost=knob.cost, preconditions=knob.preconditions, engine=engine)
+            Prediction(), cost=knob.cost, preconditions=knob.preconditions, engine=engine)
     if current <= MIN_BUDGET_TOKENS:
         return spent(mechanism, engine, knob, str(current), f"at {MIN_BUDGET_TOKENS} tokens or fewer a step is mostly "
                      "fixed cost, so halving again buys decoders little and every prompt pays per step")
     new = max(MIN_BUDGET_TOKENS, current // BUDGET_CUT)
     ratio = new / current
-    predicted: dict[str, float] = {"step_tokens_now": float(current), "step_tokens_predicted": float(new),
-                                   "budget_fraction_of_now": ratio}
+    predicted = StepBudgetPrediction(float(current), float(new), ratio)
     ledger = report.ledger
     chunk, decode = ledger.chunk_step_seconds, ledger.decode_step_seconds
     effect = f"a chunk beside decoders carries at most {new} tokens instead of {current}"
     if _finite(chunk) and _finite(decode) and chunk > decode > 0:
         chunk_new = decode + (chunk - decode) * ratio
-        predicted |= {"chunk_step_seconds_now": chunk, "chunk_step_seconds_predicted": chunk_new,
-                      "per_stream_tokens_per_second_beside_prefill_now": 1.0 / chunk,
-                      "per_stream_tokens_per_second_beside_prefill": 1.0 / chunk_new,
-                      "prompt_ttft_stretch": (chunk_new / new) / (chunk / current)}
+        stretch = (chunk_new / new) / (chunk / current)
+        predicted = replace(predicted, chunk_step_seconds_now=chunk, chunk_step_seconds_predicted=chunk_new,
+                            per_stream_tokens_per_second_beside_prefill_now=1.0 / chunk,
+                            per_stream_tokens_per_second_beside_prefill=1.0 / chunk_new, prompt_ttft_stretch=stretch)
         effect += (f": the chunk step {chunk:.3f} s -> {chunk_new:.3f} s, a decoder beside it "
-                   f"{1 / chunk:.1f} -> {1 / chunk_new:.1f} tok/s; a prompt's TTFT x{predicted['prompt_ttft_stretch']:.2f}")
+                   f"{1 / chunk:.1f} -> {1 / chunk_new:.1f} tok/s; a prompt's TTFT x{stretch:.2f}")
     else:
         effect += (f": a decoder beside a long prompt waits about x{ratio:.2f} as long per token (no step ledger on "
                    f"{catalogue.name}'s /metrics, so no seconds are predicted)")
     found = next((f for f in report.verdict.found if f.mechanism.value == mechanism.value), None)
     if mechanism is ActsOn.STEP_TIME_SHARING and found is not None and _finite(found.itl_p99_ratio):
         itl = 1.0 + (found.itl_p99_ratio - 1.0) * ratio
-        predicted |= {"itl_p99_ratio_while_prefill_now": found.itl_p99_ratio, "itl_p99_ratio_while_prefill": itl,
-                      "loss_share_now": found.loss_share}
+        predicted = replace(predicted, itl_p99_ratio_while_prefill_now=found.itl_p99_ratio,
+                            itl_p99_ratio_while_prefill=itl, loss_share_now=found.loss_share)
         effect += (f"; ITL p99 while prefill runs x{found.itl_p99_ratio:.1f} -> about x{itl:.1f} of idle (the longest "
                    f"stall), while the decoders' lost share ({found.loss_share:.1%}) stays about where it is: the "
                    "prompt's compute is unchanged")
@@ -140,7 +140,7 @@ def recommend_budget(report: CensusReport, mechanism: ActsOn, engine: str,
         effect += f"; the chunk's activations (what a step borrows from the rest of the device) shrink to {ratio:.0%}"
     notes: tuple[str, ...] = ()
     if assumed is not None and assumed.source in ("default", "config"):
-        predicted["step_tokens_now_is_default"] = 1.0 if assumed.is_default else 0.0
+        predicted = replace(predicted, step_tokens_now_is_default=1.0 if assumed.is_default else 0.0)
         effect += f"; from {assumed.text()}"
         notes = tuple(n for n in (cited.config_file_note(deployed) if cited is not None else "",) if n)
     return Recommendation(mechanism.value, knob.flag, str(new), "", "", f"{knob.flag} {new}: {effect}", predicted,
@@ -164,9 +164,9 @@ def recommend_kv_headroom(report: CensusReport, engine: str, deployed: Mapping[s
         return spent(ActsOn.PREEMPTION_STALL, engine, knob, str(base), "two sequences at a time cannot shrink further")
     new = max(1, int(math.floor(base * KV_HEADROOM_SHARE))) if base else 0
     value = str(new) if new else "N"
-    predicted = {"peak_running": peak, "preemptions": report.preemption.total,
-                 "kv_demand_fraction_of_peak": new / peak if new and _finite(peak) and peak > 0 else math.nan}
-    summary = (f"{knob.flag} {value}: KV demand at the peak batch drops to {predicted['kv_demand_fraction_of_peak']:.0%}: "
+    predicted = KvHeadroomPrediction(peak, report.preemption.total,
+                                     new / peak if new and _finite(peak) and peak > 0 else math.nan)
+    summary = (f"{knob.flag} {value}: KV demand at the peak batch drops to {predicted.kv_demand_fraction_of_peak:.0%}: "
                "at the peak the pool is full of sequences about halfway through, so about half as many fit at their "
                "full length and none is preempted and re-prefilled from token 0; arrivals queue instead (TTFT)")
     counter = (f"the preemption counter's increase in the after window must fall to ~0 and {knob.counter} never "

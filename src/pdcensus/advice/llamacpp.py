@@ -32,6 +32,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from pdcensus.advice.model import Recommendation, VerificationPlan
+from pdcensus.advice.predictions import BatchSizePrediction
 from pdcensus.census.model import CensusReport
 from pdcensus.engines.knob_types import ActsOn, Knob
 from pdcensus.engines.llamacpp import KNOBS as LLAMACPP_KNOBS
@@ -112,11 +113,14 @@ def recommend_batch(report: CensusReport, flags: Mapping[str, str], target_share
     chosen = reaching[0] if reaching else lower[-1]
     current = batch_point(now, now, decoders, rate, decode_step, idle)
     n = int(chosen["batch_size"])
-    predicted = {**chosen, "batch_size_now": float(now), "target_decode_share": target_share,
-                 "per_stream_tokens_per_second_beside_prompt_now": current["per_stream_tokens_per_second_beside_prompt"],
-                 "prompt_tokens_per_second": rate, "decode_step_seconds": decode_step, "decoders": decoders,
-                 "idle_per_stream_tokens_per_second": idle,
-                 "ubatch_effect_on_decoders": 0.0}
+    predicted = BatchSizePrediction(
+        batch_size=chosen["batch_size"], chunk_call_seconds=chosen["chunk_call_seconds"],
+        per_stream_tokens_per_second_beside_prompt=chosen["per_stream_tokens_per_second_beside_prompt"],
+        share_of_idle=chosen["share_of_idle"], prompt_ttft_stretch=chosen["prompt_ttft_stretch"],
+        batch_size_now=float(now), target_decode_share=target_share,
+        per_stream_tokens_per_second_beside_prompt_now=current["per_stream_tokens_per_second_beside_prompt"],
+        prompt_tokens_per_second=rate, decode_step_seconds=decode_step, decoders=decoders,
+        idle_per_stream_tokens_per_second=idle, ubatch_effect_on_decoders=0.0)
     summary = (f"-b {n}: a decoder beside a long prompt gets one token per call of about {n} tokens = 1 / "
                f"({decode_step:.3f} s + {n - decoders:.0f} / {rate:.0f} tok/s) = "
                f"{chosen['per_stream_tokens_per_second_beside_prompt']:.1f} tok/s per stream, "

@@ -1,7 +1,8 @@
-"""Typed values that advice produces: recommendations, lint findings and arm verdicts.
+"""Typed values that advice produces: recommendations and lint findings.
 
 Every value is a frozen dataclass with ``to_dict()`` giving the JSON form that the census
-report's ``advice`` list, ``pdcensus lint --json`` and ``pdcensus verify-arm --json`` print.
+report's ``advice`` list and ``pdcensus lint --json`` print (verify-arm's verdict is
+:mod:`pdcensus.verify.model`, serialised by the same :func:`json_safe`).
 Numbers stay numbers (seconds, tokens per second, ratios); the human sentence sits beside
 them, never instead of them.
 """
@@ -13,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
+from pdcensus.advice.predictions import Prediction
+
 
 class Severity(str, Enum):
     """How bad a lint finding is; ``--strict`` fails only on ERROR."""
@@ -22,36 +25,16 @@ class Severity(str, Enum):
     INFO = "info"
 
 
-class ArmOutcome(str, Enum):
-    """What ``verify-arm`` concluded about one knob."""
-
-    ENGAGED = "engaged"
-    NOT_ENGAGED = "not-engaged"
-    INCONCLUSIVE = "inconclusive"
-    # engaged, but a predicted quantity missed beyond the tolerance, or a bucket's TTFT/ITL rose
-    # where nothing predicted it (pdcensus.advice.gate)
-    OFF_PREDICTION = "engaged-off-prediction"
-
-
-class StepStatus(str, Enum):
-    """The result of one step of arm verification (argv, counter, bucket pair)."""
-
-    PASSED = "passed"
-    FAILED = "failed"
-    UNKNOWN = "unknown"
-    SKIPPED = "skipped"
-
-
-def _clean(value: object) -> object:
-    """JSON-safe copy: NaN/inf become None, enums their value, mappings/tuples recurse."""
+def json_safe(value: object) -> object:
+    """JSON-safe copy (the one rule every JSON edge of the advice and verify-arm uses): NaN/inf become None, enums their value, mappings/tuples recurse."""
     if isinstance(value, Enum):
         return value.value
     if isinstance(value, float):
         return None if math.isnan(value) or math.isinf(value) else value
     if isinstance(value, Mapping):
-        return {str(k): _clean(v) for k, v in value.items()}
+        return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
+        return [json_safe(v) for v in value]
     return value
 
 
@@ -112,7 +95,7 @@ class TwinRow:
     trust: str = "twin"  # "twin", "closed-form", or "between" (read the truth between the two)
 
     def to_dict(self) -> dict[str, object]:
-        return {k: _clean(v) for k, v in self.__dict__.items()}
+        return {k: json_safe(v) for k, v in self.__dict__.items()}
 
 
 @dataclass(frozen=True)
@@ -135,14 +118,15 @@ class TwinCheck:
     def to_dict(self) -> dict[str, object]:
         return {"setting": self.setting, "trust": self.trust, "why": self.why,
                 "rows": [r.to_dict() for r in self.rows], "refused": self.refused or None,
-                "calibration_error": _clean(self.calibration_error), "seeds": self.seeds}
+                "calibration_error": json_safe(self.calibration_error), "seeds": self.seeds}
 
 
 @dataclass(frozen=True)
 class Recommendation:
     """One knob to turn, with the effect predicted from the census's own ledger and buckets.
 
-    ``predicted`` holds the numbers (keys name their units); ``tradeoff`` is a table of
+    ``predicted`` holds the numbers, a typed record per kind of knob (:mod:`pdcensus.advice.predictions`;
+    field names name their units and are the JSON keys); ``tradeoff`` is a table of
     rows (one mapping per candidate value) where the knob is a dial: numbers, plus a text
     cell where a candidate is named rather than counted (a checkpoint policy).
     """
@@ -153,7 +137,7 @@ class Recommendation:
     env_line: str
     rollback_env_line: str
     summary: str
-    predicted: Mapping[str, float] = field(default_factory=dict)
+    predicted: Prediction = field(default_factory=Prediction)
     cost: str = ""
     preconditions: tuple[str, ...] = ()
     verification: VerificationPlan | None = None
@@ -180,116 +164,16 @@ class Recommendation:
             "env_line": self.env_line,
             "rollback_env_line": self.rollback_env_line,
             "summary": self.summary,
-            "predicted": _clean(self.predicted),
+            "predicted": json_safe(self.predicted.to_dict()),
             "cost": self.cost,
             "preconditions": list(self.preconditions),
             "verification": self.verification.to_dict() if self.verification else None,
-            "tradeoff": _clean(self.tradeoff),
+            "tradeoff": json_safe(self.tradeoff),
             "notes": list(self.notes),
             "engine": self.engine,
-            "deploy": _clean(self.deploy),
+            "deploy": json_safe(self.deploy),
             "dial_state": self.dial_state,
             "minor": self.minor,
             "predicted_by": "closed-form",
             "twin": self.twin.to_dict() if self.twin is not None else None,
-        }
-
-
-@dataclass(frozen=True)
-class ArmStep:
-    """One verification step with its evidence as numbers."""
-
-    name: str
-    status: StepStatus
-    detail: str
-    numbers: Mapping[str, float] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "status": self.status.value,
-            "detail": self.detail,
-            "numbers": _clean(self.numbers),
-        }
-
-
-class CompareStatus(str, Enum):
-    """One before/after comparison of ``verify-arm``'s gate (:mod:`pdcensus.advice.gate`)."""
-
-    WITHIN = "within"  # the whole interval lies inside the allowed band
-    OFF = "off-prediction"  # a predicted quantity: its whole interval lies outside the band
-    COST = "unpredicted-cost"  # nothing predicted a change: its whole interval lies beyond the band
-    CANNOT_TELL = "cannot-tell"  # the interval straddles an edge of the band, is wider than it, or is missing
-    UNDECIDED = "undecided"  # too few requests or samples in one window to compare
-
-
-@dataclass(frozen=True)
-class Comparison:
-    """One quantity before vs after the arm, the prediction for it and the verdict with the tolerance.
-
-    ``ratio`` = after / before with its bootstrap interval (``low``, ``high``); ``predicted_ratio``
-    is what the before window predicted (1.0 where no one predicted a change); ``predicted`` says
-    whether a number was predicted or 1.0 is only the "no worse" default. ``band_low`` and
-    ``band_high`` are the allowed band the interval is held to (:func:`pdcensus.advice.gate.band`),
-    the one rule every view prints; ``why`` says how the interval sits against it.
-    """
-
-    quantity: str
-    bucket: str
-    before: float
-    after: float
-    ratio: float
-    low: float
-    high: float
-    predicted_ratio: float
-    predicted: bool
-    status: CompareStatus
-    basis: str = ""
-    higher_is_worse: bool = True
-    band_low: float = 0.0
-    band_high: float = math.inf
-    why: str = ""
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "quantity": self.quantity, "bucket": self.bucket, "before": _clean(self.before),
-            "after": _clean(self.after), "ratio": _clean(self.ratio), "interval": _clean([self.low, self.high]),
-            "predicted_ratio": _clean(self.predicted_ratio), "predicted": self.predicted,
-            "band": [self.band_low, None if math.isinf(self.band_high) else self.band_high],
-            "status": self.status.value, "why": self.why, "basis": self.basis,
-            "higher_is_worse": self.higher_is_worse,
-        }
-
-
-@dataclass(frozen=True)
-class ArmVerdict:
-    """``verify-arm``'s answer: the outcome, the step that failed and every step's evidence."""
-
-    flag: str
-    value: str | None
-    outcome: ArmOutcome
-    failed_step: str | None
-    reason: str
-    steps: tuple[ArmStep, ...]
-    predicted: Mapping[str, float] = field(default_factory=dict)
-    observed: Mapping[str, float] = field(default_factory=dict)
-    tolerance: float = math.nan  # the gate's relative tolerance around each prediction
-    comparisons: tuple[Comparison, ...] = ()
-
-    def step(self, name: str) -> ArmStep | None:
-        return next((s for s in self.steps if s.name == name), None)
-
-    def to_dict(self) -> dict[str, object]:
-        return {
-            "schema": "pdcensus/verify-arm/v1",
-            "flag": self.flag,
-            "value": self.value,
-            "verdict": self.outcome.value,
-            "failed_step": self.failed_step,
-            "reason": self.reason,
-            "steps": [s.to_dict() for s in self.steps],
-            "predicted": _clean(self.predicted),
-            "observed": _clean(self.observed),
-            "tolerance": _clean(self.tolerance),
-            "comparisons": [c.to_dict() for c in self.comparisons],
         }

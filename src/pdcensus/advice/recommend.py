@@ -20,6 +20,12 @@ from pdcensus.advice.deploy import deployed_flags
 from pdcensus.advice.evidence import BootLedger
 from pdcensus.advice.knobs import ActsOn, get_knob
 from pdcensus.advice.model import Recommendation, VerificationPlan
+from pdcensus.advice.predictions import (
+    ArenaPrediction,
+    CheckpointIntervalPrediction,
+    CheckpointPolicyPrediction,
+    InterleavePrediction,
+)
 from pdcensus.advice.ttft_replay import PrefillTrace, ReplayForecast
 from pdcensus.census.model import BucketTable, CensusReport, LedgerResult, Mechanism, Severity
 from pdcensus.engines import Advice, of_profile
@@ -133,33 +139,33 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
             point.interleave, current, ledger.chunk_share_of_step_time, chunk, decode)
         row["busy_ttft_p90_seconds_replay"] = _replayed(ttft_now, replay[point.interleave])
         rows.append(row)
-    predicted = {
-        "interleave": float(n),
-        "target_decode_share": target_decode_share,
-        "per_stream_tokens_per_second_during_prefill": chosen.per_stream_tokens_per_second,
-        "share_of_idle": chosen.share_of_idle,
-        "per_stream_tokens_per_second_during_prefill_now": now.per_stream_tokens_per_second,
-        "measured_busy_per_stream_tokens_per_second": measured_busy,
-        "busy_bucket_saturated_share": saturated,
-        "busy_bucket_per_stream_tokens_per_second_predicted": (
+    predicted = InterleavePrediction(
+        interleave=float(n),
+        target_decode_share=target_decode_share,
+        per_stream_tokens_per_second_during_prefill=chosen.per_stream_tokens_per_second,
+        share_of_idle=chosen.share_of_idle,
+        per_stream_tokens_per_second_during_prefill_now=now.per_stream_tokens_per_second,
+        measured_busy_per_stream_tokens_per_second=measured_busy,
+        busy_bucket_saturated_share=saturated,
+        busy_bucket_per_stream_tokens_per_second_predicted=(
             predict.busy_bucket_rate(n, saturated, chunk, decode) if _finite(saturated) else math.nan),
-        "idle_per_stream_tokens_per_second": idle,
-        "chunk_step_seconds": chunk,
-        "decode_step_seconds": decode,
-        "ttft_stretch": scale,
-        "added_seconds_per_chunk_step": chosen.added_seconds_per_chunk_step,
-        "held_steps_per_chunk_step": float(n),
-        "busy_ttft_p90_seconds_now": ttft_now,
-        "busy_ttft_p90_seconds_at_least": ttft_now * scale,
-        "busy_ttft_p90_seconds_queueing": ttft_now * predict.queued_ttft_ratio(
+        idle_per_stream_tokens_per_second=idle,
+        chunk_step_seconds=chunk,
+        decode_step_seconds=decode,
+        ttft_stretch=scale,
+        added_seconds_per_chunk_step=chosen.added_seconds_per_chunk_step,
+        held_steps_per_chunk_step=float(n),
+        busy_ttft_p90_seconds_now=ttft_now,
+        busy_ttft_p90_seconds_at_least=ttft_now * scale,
+        busy_ttft_p90_seconds_queueing=ttft_now * predict.queued_ttft_ratio(
             n, current, ledger.chunk_share_of_step_time, chunk, decode),
-        "busy_ttft_p90_seconds_replay": _replayed(ttft_now, replay[n]),
-        "ttft_p90_ratio_replay": _replayed(1.0, replay[n]),
-        "replay_ttft_p90_seconds_now": replay[n].replay_seconds_now,
-        "replay_busy_intervals": float(replay[n].selected_intervals),
-        "prefill_load_now": ledger.chunk_share_of_step_time,
-        "prefill_load_predicted": ledger.chunk_share_of_step_time * (1 + n * decode / chunk),
-    }
+        busy_ttft_p90_seconds_replay=_replayed(ttft_now, replay[n]),
+        ttft_p90_ratio_replay=_replayed(1.0, replay[n]),
+        replay_ttft_p90_seconds_now=replay[n].replay_seconds_now,
+        replay_busy_intervals=float(replay[n].selected_intervals),
+        prefill_load_now=ledger.chunk_share_of_step_time,
+        prefill_load_predicted=ledger.chunk_share_of_step_time * (1 + n * decode / chunk),
+    )
     summary = (
         f"--prefill-interleave {n}: a decoder beside a prefill gets {n + 1} tokens per chunk step + {n} "
         f"decode-only steps = ({n}+1) / ({chunk:.3f} s + {n} x {decode:.4f} s) = "
@@ -214,20 +220,17 @@ def recommend_arena(ledger: LedgerResult, report: CensusReport, flags: Mapping[s
             return engine_advice.spent(ActsOn.EVICTION, RADIANCE.name, knob, str(budget),
                                        f"the budget sits at the prefill stager's smallest pass ({floor} tokens)")
         value = str(new_budget) if new_budget else "N"
-    predicted: dict[str, float] = {"lag_tail_effect": report.lag.tail_effect}
+    loan = cost = None
     if budget and new_budget:
-        predicted["arena_loan_fraction_of_now"] = new_budget / budget
+        loan = new_budget / budget
         if ledger.available and _finite(ledger.chunk_step_seconds) and _finite(ledger.decode_step_seconds):
-            predicted["prefill_seconds_per_token_ratio"] = predict.prefill_cost_ratio(
-                new_budget, budget, ledger.chunk_step_seconds, ledger.decode_step_seconds)
-    if floor is not None:
-        predicted["stager_smallest_pass_tokens"] = float(floor)
-    loan = predicted.get("arena_loan_fraction_of_now", math.nan)
-    cost = predicted.get("prefill_seconds_per_token_ratio", math.nan)
+            cost = predict.prefill_cost_ratio(new_budget, budget, ledger.chunk_step_seconds, ledger.decode_step_seconds)
+    predicted = ArenaPrediction(report.lag.tail_effect, loan, cost, float(floor) if floor is not None else None)
     summary = (f"{knob.flag} {value}: the arena a chunk step borrows shrinks"
-               + (f" to {loan:.0%} of now" if _finite(loan) else "") + ", so the expert slab "
+               + (f" to {loan:.0%} of now" if loan is not None and _finite(loan) else "") + ", so the expert slab "
                "loses less and the lagged decode tail should shrink; prefill costs "
-               + (f"x{cost:.2f} seconds per prompt token" if _finite(cost) else "more seconds per prompt token "
+               + (f"x{cost:.2f} seconds per prompt token" if cost is not None and _finite(cost) else
+                  "more seconds per prompt token "
                                                                                   "(no budget known: no number)"))
     if not budget:
         notes.append("--max-num-batched-tokens not known (give the argv or boot ledger): no numbers")
@@ -264,10 +267,7 @@ def recommend_checkpoints(depths_tokens: Sequence[int], flags: Mapping[str, str]
     now = predict.mean_replay(current, depths_tokens, interval, diverged=True)
     keep = predict.mean_replay("keep-all", depths_tokens, interval, diverged=True)
     half = predict.mean_replay(current, depths_tokens, max(1, interval // 2), diverged=True)
-    predicted = {"interval_tokens": float(interval), "mean_replay_tokens_now": now,
-                 "mean_replay_tokens_keep_all": keep,
-                 "mean_replay_tokens_now_half_interval": half,
-                 "replay_saved_per_hit_tokens": now - keep}
+    predicted = CheckpointPolicyPrediction(float(interval), now, keep, half, now - keep)
     summary = (f"--checkpoint-policy keep-all: a prefix hit replays {keep:.0f} tokens on average instead of "
                f"{now:.0f} under {current} at the {depths_basis}; halving --checkpoint-interval under "
                f"{current} replays {half:.0f} (the ladder's coarsest scale is the largest interval x 2^k "
@@ -297,8 +297,7 @@ def _next_interval(depths_tokens: Sequence[int], interval: int, depths_basis: st
                f"x{writes:.1f} snapshot writes")
     return Recommendation(
         "self-made-prefill", knob.flag, str(new), knob.env_line(str(new)), knob.rollback_env_line(str(interval)),
-        summary, {"interval_tokens": float(interval), "interval_tokens_predicted": float(new),
-                  "mean_replay_tokens_now": now, "mean_replay_tokens_predicted": then, "snapshot_writes_ratio": writes},
+        summary, CheckpointIntervalPrediction(float(interval), float(new), now, then, writes),
         cost=knob.cost, preconditions=knob.preconditions, dial_state="next-step",
         verification=_plan(knob.flag, str(new), f"{knob.counter} per prompt token must drop"))
 
@@ -362,7 +361,7 @@ def _weigh_severity(rec: Recommendation, report: CensusReport) -> Recommendation
     f = found.get(rec.mechanism)
     if f is None or f.severity is not Severity.MINOR or not rec.value:
         return rec
-    stretch = rec.predicted.get("ttft_p90_ratio_replay", rec.predicted.get("ttft_stretch", float("nan")))
+    stretch = rec.predicted.ttft_p90_ratio_replay if isinstance(rec.predicted, InterleavePrediction) else math.nan
     ttft = (f"stretches a prefilling prompt's TTFT about {stretch:.1f}x" if _finite(stretch) and stretch > 1
             else f"costs this: {rec.cost.rstrip('.')}" if rec.cost else "has the cost shown below")
     feel = (f"; ITL p99 is {f.itl_p99_ratio:.1f}x while it acts" if _finite(f.itl_p99_ratio) else "")

@@ -56,6 +56,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pdcensus.census.buckets import assign_on_edges
 from pdcensus.census.model import LedgerResult
 from pdcensus.census.signals import ShapeSignals
 from pdcensus.series.profiles import Signal
@@ -260,8 +261,7 @@ class PrefillTrace:
         """Intervals whose scrape's prefill is at or above a bucket's low edge (None without prefill)."""
         if self.prefill_tokens_per_second is None or not math.isfinite(low_tokens_per_second):
             return None
-        p = self.prefill_tokens_per_second
-        return np.asarray(np.isfinite(p) & (p >= low_tokens_per_second), dtype=bool)
+        return assign_on_edges(self.prefill_tokens_per_second, (low_tokens_per_second,)).busy  # the census's rule
 
 
 def trace_from_signals(signals: ShapeSignals) -> PrefillTrace:

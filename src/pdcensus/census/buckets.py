@@ -8,10 +8,16 @@ where running > 0 (a decode rate with nobody decoding says nothing about decoder
 of the non-zero prefill samples (and below an absolute floor of one token per second).
 The busy buckets' edges are quantiles of the busy prefill samples, so they adapt to the
 engine's chunk size and load; the edges are reported with the table.
+
+Which bucket a scrape falls in, given the edges, is one rule (:func:`assign_on_edges`): the
+census buckets its own window by it, verify-arm buckets the after window on the before
+window's edges by it, and ``whatif`` buckets the twin on the recording's edges by it, so "the
+busy bucket" holds the same scrapes whoever asks.
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,6 +55,7 @@ class BucketAssignment:
     edges: tuple[float, ...]
     labels: tuple[str, ...]
     idle_rule: str
+    idle_at_threshold: bool = False  # idle is prefill <= the threshold (the background's ceiling), else <
 
     @property
     def idle(self) -> np.ndarray:
@@ -84,8 +91,58 @@ def _background_ceiling(p: np.ndarray) -> tuple[float, str]:
     return ceiling, rule
 
 
+def assign_on_edges(
+    prefill_tokens_per_second: np.ndarray,
+    edges: tuple[float, ...],
+    *,
+    idle_at_threshold: bool = False,
+    labels: tuple[str, ...] | None = None,
+    idle_rule: str | None = None,
+) -> BucketAssignment:
+    """Each scrape's bucket on given edges: the one rule the census, verify-arm and ``whatif`` bucket by.
+
+    ``edges[0]`` is the idle threshold; ``edges[1:]`` are the busy buckets' edges (the census's
+    end in +inf).
+
+    - **Which scrapes count**: those whose prefill rate is finite and >= 0. NaN is a scrape the
+      engine said nothing about, and a negative rate is no rate at all (a counter reset, a broken
+      gauge). Neither is idle: both get index -1.
+    - **Idle** (0): a counted scrape below the threshold; at or below it where
+      ``idle_at_threshold`` (the census's background ceiling, where prefill is never ~0).
+    - **Busy**: every other counted scrape, in bucket ``i`` (1-based) holding
+      ``[edges[i], edges[i + 1])``. The top bucket is open above. With no busy edge (the window
+      the edges came from had no busy scrape), every busy scrape falls in one bucket
+      ``[edges[0], inf)``: a scrape above the idle threshold is always busy.
+    - **Decoders**: a bucket's per-stream figures count only its scrapes with decoders running
+      (running > 0) and a finite decode rate (:func:`per_stream_rate`, :func:`bucket_table`). The
+      assignment itself reads prefill only, so a scrape is in the same bucket for decode
+      throughput, TTFT, ITL and preemptions.
+
+    This is the census's own rule. Verify-arm used to count a negative prefill rate as idle.
+    Verify-arm and ``whatif`` both used ``<`` where the census's threshold was the background's
+    ceiling (``<=``). So a before window was not bucketed the way its own census bucketed it.
+    ``labels`` default to ``idle`` and one ``low-high tok/s`` per busy bucket.
+    """
+    p = np.asarray(prefill_tokens_per_second, dtype=np.float64)
+    threshold = edges[0]
+    ok = np.isfinite(p) & (p >= 0)
+    idle_mask = ok & ((p <= threshold) if idle_at_threshold else (p < threshold))
+    busy_mask = ok & ~idle_mask
+    k = max(1, len(edges) - 1)
+    index = np.full(p.size, -1, dtype=np.int64)
+    index[idle_mask] = 0
+    index[busy_mask] = 1 + np.clip(np.searchsorted(np.array(edges[1:-1], dtype=np.float64), p[busy_mask],
+                                                   side="right"), 0, k - 1)
+    if labels is None:
+        uppers = [*edges[1:], math.inf][:k]
+        labels = ("idle", *(f"{_fmt_rate(lo)}-{_fmt_rate(hi)} tok/s" for lo, hi in zip(edges[:k], uppers)))
+    if idle_rule is None:
+        idle_rule = f"idle = prefill {'<=' if idle_at_threshold else '<'} {threshold:.1f} tok/s"
+    return BucketAssignment(index, threshold, tuple(edges), labels, idle_rule, idle_at_threshold)
+
+
 def assign_buckets(prefill_tokens_per_second: np.ndarray) -> BucketAssignment:
-    """Idle threshold and busy edges from the data, and each scrape's bucket."""
+    """Idle threshold and busy edges from the data, and each scrape's bucket (:func:`assign_on_edges`)."""
     p = np.asarray(prefill_tokens_per_second, dtype=np.float64)
     ok = np.isfinite(p) & (p >= 0)
     vals = p[ok]
@@ -95,23 +152,16 @@ def assign_buckets(prefill_tokens_per_second: np.ndarray) -> BucketAssignment:
     rule = (f"idle = prefill < {threshold:.1f} tok/s = max({IDLE_FLOOR_TOKENS_PER_SECOND:g}, "
             f"{IDLE_FRACTION:g} x median non-zero prefill {median:.1f} tok/s)" if nonzero.size else
             f"idle = prefill < {threshold:.1f} tok/s (the floor: no non-zero prefill in the window)")
-    if vals.size and (vals < threshold).mean() < MIN_IDLE_SHARE:
+    at_threshold = bool(vals.size and (vals < threshold).mean() < MIN_IDLE_SHARE)
+    if at_threshold:
         threshold, rule = _background_ceiling(vals)
         threshold = max(threshold, IDLE_FLOOR_TOKENS_PER_SECOND)
-        idle_mask = ok & (p <= threshold)
-    else:
-        idle_mask = ok & (p < threshold)
-    busy_mask = ok & ~idle_mask
-    busy_vals = p[busy_mask]
+    busy_vals = vals[vals > threshold] if at_threshold else vals[vals >= threshold]
     k = int(min(MAX_BUSY_BUCKETS, max(1, busy_vals.size // MIN_BUCKET_SAMPLES))) if busy_vals.size else 0
     inner = [float(q) for q in np.quantile(busy_vals, np.arange(1, k) / k)] if k > 1 else []
     edges = tuple([threshold, *inner, float("inf")]) if k else (threshold,)
-    index = np.full(p.size, -1, dtype=np.int64)
-    index[idle_mask] = 0
-    if k:
-        index[busy_mask] = 1 + np.clip(np.searchsorted(np.array(edges[1:-1]), p[busy_mask], side="right"), 0, k - 1)
-    labels = ["idle"] + [f"{_fmt_rate(edges[i])}-{_fmt_rate(edges[i + 1])} tok/s" for i in range(k)]
-    return BucketAssignment(index, threshold, edges, tuple(labels), rule)
+    # no busy scrape: the table lists the idle bucket alone (assign_on_edges would name an empty open one)
+    return assign_on_edges(p, edges, idle_at_threshold=at_threshold, labels=None if k else ("idle",), idle_rule=rule)
 
 
 def per_stream_rate(decode: np.ndarray, running: np.ndarray | None) -> np.ndarray:

@@ -3,7 +3,7 @@
 Each is one library call (``pdcensus.advice``, ``pdcensus.lint``) plus rendering. ``lint``
 exits 1 when any finding is an error (0 with ``--warn-only``), 2 on a usage error;
 ``verify-arm`` gates: 0 engaged and within the prediction, 1 not engaged, 5 engaged but off
-the prediction or with a cost nobody predicted, 3 inconclusive (``pdcensus.advice.arm_args``).
+the prediction or with a cost nobody predicted, 3 inconclusive (``pdcensus.verify.arm_args``).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from typing import Annotated, Optional
 
 import typer
 
-from pdcensus.advice.arm_args import ARM_EXIT_CODES, DEFAULT_TOLERANCE, parse_flag
 from pdcensus.commands.base import app
 from pdcensus.errors import UsageError
+from pdcensus.verify.arm_args import ARM_EXIT_CODES, DEFAULT_TOLERANCE, parse_flag
 
 
 @app.command()
@@ -92,7 +92,7 @@ def verify_arm_command(
     Exit 3: INCONCLUSIVE (the data cannot decide; a comparison that cannot tell) or unreadable data. Exit 2: usage.
     """
     from pdcensus.advice.evidence import read_argv
-    from pdcensus.advice.verify import verify_arm
+    from pdcensus.verify.arm import verify_arm
     from pdcensus.sources.load import load_source
 
     name, value = parse_flag(flag, flag_value or [])

@@ -18,12 +18,13 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from pdcensus.advice.model import Recommendation
 from pdcensus.report.safe_console import literal
-from pdcensus.advice import gate
-from pdcensus.advice.model import ArmVerdict, Recommendation
 from pdcensus.report.terminal_fit import fit_table
 from pdcensus.report.twin_view import HEADER as TWIN_HEADER
 from pdcensus.report.twin_view import row_cells, source_line, trust_line
+from pdcensus.verify import gate
+from pdcensus.verify.model import ArmVerdict
 
 _TRADEOFF_COLUMNS = (
     ("interleave", "N", "{:.0f}"),

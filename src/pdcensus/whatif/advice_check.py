@@ -27,11 +27,12 @@ from __future__ import annotations
 
 import math
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from pdcensus.advice.endpoint_report import EndpointReport, side_evidence_of
 from pdcensus.advice.model import Recommendation, TwinCheck, TwinRow
+from pdcensus.advice.predictions import InterleavePrediction
 from pdcensus.errors import DataError, UsageError
 from pdcensus.series.model import Recording
 from pdcensus.whatif.model import BucketPrediction, Spread, WhatIfResult
@@ -43,12 +44,8 @@ TRUST_TWIN = ("per-stream decode: the twin (it runs the engine's scheduler on th
               "the two (near a queue both miss by tens of percent)")
 
 
-def _first_finite(predicted: Mapping[str, float], *keys: str) -> float:
-    for key in keys:
-        value = predicted.get(key, math.nan)
-        if isinstance(value, (int, float)) and math.isfinite(value):
-            return float(value)
-    return math.nan
+def _first_finite(*values: float) -> float:
+    return next((float(v) for v in values if math.isfinite(v)), math.nan)
 
 
 def _scaled(observed: float, before: Spread, after: Spread) -> tuple[float, float, float]:
@@ -64,7 +61,7 @@ def twin_rows(rec: Recommendation, result: WhatIfResult) -> tuple[TwinRow, ...]:
     if not result.buckets:
         return ()
     idle, heavy = result.buckets[0], result.buckets[-1]
-    p = rec.predicted
+    p = rec.predicted if isinstance(rec.predicted, InterleavePrediction) else None  # the one the closed form states
 
     def row(figure: str, unit: str, b: BucketPrediction, per_stream: bool, closed: float) -> TwinRow:
         if per_stream:
@@ -78,11 +75,11 @@ def twin_rows(rec: Recommendation, result: WhatIfResult) -> tuple[TwinRow, ...]:
 
     return (
         row(f"per-stream decode, heaviest bucket ({heavy.bucket})", "tok/s", heavy, True,
-            _first_finite(p, "busy_bucket_per_stream_tokens_per_second_predicted",
-                          "per_stream_tokens_per_second_during_prefill")),
+            _first_finite(p.busy_bucket_per_stream_tokens_per_second_predicted,
+                          p.per_stream_tokens_per_second_during_prefill) if p is not None else math.nan),
         row("per-stream decode, idle bucket", "tok/s", idle, True, math.nan),
         row(f"TTFT p90, heaviest bucket ({heavy.bucket})", "s", heavy, False,
-            _first_finite(p, "busy_ttft_p90_seconds_replay", "busy_ttft_p90_seconds_queueing")),
+            _first_finite(p.busy_ttft_p90_seconds_replay, p.busy_ttft_p90_seconds_queueing) if p is not None else math.nan),
     )
 
 

@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdcensus.census.buckets import BucketAssignment, assign_buckets, bucket_table
+from pdcensus.census.buckets import BucketAssignment, assign_buckets, assign_on_edges, bucket_table
 from pdcensus.census.model import BucketRow
 from pdcensus.census.measure import MIN_FELT_TOKENS
 from pdcensus.census.run import ShapeRead, read_shape
@@ -75,31 +75,10 @@ class WindowFigures:
     edges_tokens_per_second: tuple[float, ...]
     busy_samples: int
     idle_samples: int
+    idle_at_threshold: bool = False  # the threshold itself is idle (the census's background ceiling)
 
     def get(self, name: str) -> float:
         return self.values.get(name, NAN)
-
-
-def with_edges(prefill: np.ndarray, edges: tuple[float, ...]) -> BucketAssignment:
-    """The census's bucket assignment on given edges (``edges[0]`` is the idle threshold)."""
-    p = np.asarray(prefill, dtype=np.float64)
-    ok = np.isfinite(p) & (p >= 0)
-    index = np.full(p.size, -1, dtype=np.int64)
-    threshold = edges[0]
-    index[ok & (p < threshold)] = 0
-    busy = ok & (p >= threshold)
-    k = max(1, len(edges) - 1)
-    inner = np.array(edges[1:-1], dtype=np.float64)
-    index[busy] = 1 + np.clip(np.searchsorted(inner, p[busy], side="right"), 0, k - 1)
-    labels = ["idle"] + [f"{_rate(edges[i])}-{_rate(edges[i + 1] if i + 1 < len(edges) else math.inf)} tok/s"
-                         for i in range(k)]
-    return BucketAssignment(index, threshold, tuple(edges), tuple(labels), f"idle = prefill < {threshold:.1f} tok/s")
-
-
-def _rate(x: float) -> str:
-    if not math.isfinite(x):
-        return "inf"
-    return f"{x / 1000:.1f}k" if x >= 1000 else f"{x:.0f}"
 
 
 def choose_endpoint(recording: Recording, instance: str | None = None) -> Endpoint:
@@ -197,8 +176,12 @@ def felt_paces(s: ShapeSignals) -> tuple[float, float]:
     return NAN, NAN
 
 
-def measure(read: ShapeRead, edges: tuple[float, ...] | None = None) -> WindowFigures:
-    """Figures of one window; ``edges`` None: the census's own edges from this window's data."""
+def measure(read: ShapeRead, edges: tuple[float, ...] | None = None, *,
+            idle_at_threshold: bool = False) -> WindowFigures:
+    """Figures of one window; ``edges`` None: the census's own edges from this window's data.
+
+    Given edges (and whether their threshold is idle, as the window they came from said) are
+    applied by the census's one rule, :func:`pdcensus.census.buckets.assign_on_edges`."""
     s = read.signals
     if s.decode_tokens_per_second is None or s.prefill_tokens_per_second is None:
         raise DataError("no decode/prefill signal in the analysed shape: nothing to calibrate on")
@@ -207,7 +190,8 @@ def measure(read: ShapeRead, edges: tuple[float, ...] | None = None) -> WindowFi
         dt = np.nan_to_num(s.interval_seconds, nan=0.0)
         decode, prefill = span_rates(s.counted_steps.span, s.counted_steps.busy, dt, decode, prefill)
     running = s.gauge(Signal.RUNNING)
-    a = assign_buckets(prefill) if edges is None else with_edges(prefill, edges)
+    a = assign_buckets(prefill) if edges is None else assign_on_edges(prefill, edges,
+                                                                      idle_at_threshold=idle_at_threshold)
     ttft, itl = s.histograms.get(Signal.TTFT), s.histograms.get(Signal.ITL)
     common = {"prefill_name": "prefill", "basis": "", "scrape_interval_seconds": read.scrape_interval_seconds,
               "ttft": ttft, "itl": itl}
@@ -235,4 +219,5 @@ def measure(read: ShapeRead, edges: tuple[float, ...] | None = None) -> WindowFi
     values["felt_busy_tokens_per_second"], values["felt_idle_tokens_per_second"] = felt_paces(s)
     values["stalled_share"] = stalled_share(itl)
     values = {k: (float(v) if v is not None and math.isfinite(v) else NAN) for k, v in values.items()}
-    return WindowFigures(values, table.rows, a.idle_threshold, tuple(a.edges), busy_row.samples, idle_row.samples)
+    return WindowFigures(values, table.rows, a.idle_threshold, tuple(a.edges), busy_row.samples, idle_row.samples,
+                         a.idle_at_threshold)

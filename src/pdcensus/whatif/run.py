@@ -128,7 +128,9 @@ def simulate_twin(calibration: Calibration, seed: int, change: Change | None = N
 def twin_figures(calibration: Calibration, result: SimResult) -> WindowFigures:
     """A twin run measured like the recording: on its edges, and in llama.cpp's words for a llama.cpp twin."""
     recording = as_llamacpp(result.recording) if record(calibration.engine).twin_read_as_own else result.recording
-    return measure(read_window(recording), calibration.observed.edges_tokens_per_second)
+    observed = calibration.observed
+    return measure(read_window(recording), observed.edges_tokens_per_second,
+                   idle_at_threshold=observed.idle_at_threshold)
 
 
 def _spread(values: Sequence[float]) -> Spread:

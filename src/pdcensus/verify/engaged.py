@@ -1,6 +1,6 @@
 """Counter checks for other engines' knobs: the series that proves an arm engaged on that engine.
 
-verify-arm (:mod:`pdcensus.advice.verify`) reads radiance's counters itself; this module adds the
+verify-arm (:mod:`pdcensus.verify.arm`) reads radiance's counters itself; this module adds the
 checks the catalogue names for the other engines (:class:`~pdcensus.advice.knobs.CounterCheck`):
 
 - ``STEP_TOKENS_AT_MOST`` (vLLM ``--max-num-batched-tokens``): a decoder beside a chunk of at most
@@ -26,13 +26,14 @@ import math
 import numpy as np
 
 from pdcensus.advice.knobs import ActsOn, Dial, Knob
-from pdcensus.advice.model import ArmStep, StepStatus
+from pdcensus.census.buckets import assign_on_edges
 from pdcensus.census.signals import ShapeSignals
 from pdcensus.engines import record
 from pdcensus.series.profiles import Signal
 from pdcensus.series.quantile import quantile_of_bounds
 from pdcensus.series.vllm_steps import observations_above as _above
 from pdcensus.series.vllm_steps import span_mask
+from pdcensus.verify.model import ArmStep, StepStatus
 
 
 BEYOND_SHARE = 0.10  # of the long gaps, at most this share beyond twice one budget's chunk step
@@ -139,8 +140,7 @@ def busy_itl_p99(signals: ShapeSignals, idle_threshold_tokens_per_second: float)
     prefill = signals.prefill_tokens_per_second
     if hist is None or prefill is None or not math.isfinite(idle_threshold_tokens_per_second):
         return math.nan
-    p = np.asarray(prefill, dtype=float)
-    busy = np.isfinite(p) & (p >= idle_threshold_tokens_per_second) & np.isfinite(hist.increases).all(axis=1)
+    busy = assign_on_edges(prefill, (idle_threshold_tokens_per_second,)).busy & np.isfinite(hist.increases).all(axis=1)
     if not busy.any():
         return math.nan
     counts = hist.increases[busy].sum(axis=0)

@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-from pdcensus.advice.model import ArmOutcome
 from pdcensus.errors import UsageError
+from pdcensus.verify.model import ArmOutcome
 
 # Relative tolerance around each prediction. BENCHMARKS.md "Interleave prediction error": the
 # busy per-stream prediction is within 10 % on the simulator, the replayed TTFT p90 within about

@@ -20,19 +20,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdcensus.advice import engaged, gate, predict, ttft_replay
-from pdcensus.advice.arm_args import DEFAULT_TOLERANCE
+from pdcensus.advice import predict, ttft_replay
 from pdcensus.advice.catalogue import engine_of_argv
 from pdcensus.advice.evidence import Argv
 from pdcensus.advice.knobs import CounterCheck, Knob, get_knob
-from pdcensus.advice.model import ArmOutcome, ArmStep, ArmVerdict, StepStatus
-from pdcensus.census.buckets import BucketAssignment, assign_buckets, bucket_table
+from pdcensus.census.buckets import assign_buckets, assign_on_edges, bucket_table
 from pdcensus.census.model import BucketTable, CensusReport
 from pdcensus.census.run import CensusOptions, census_recording, read_shape
 from pdcensus.census.signals import ShapeSignals
 from pdcensus.errors import UsageError
 from pdcensus.series.model import Recording
 from pdcensus.series.profiles import Signal
+from pdcensus.verify import engaged, gate
+from pdcensus.verify.arm_args import DEFAULT_TOLERANCE
+from pdcensus.verify.model import ArmOutcome, ArmStep, ArmVerdict, StepStatus
 
 MIN_BUSY_SAMPLES = 8  # per window, busy scrapes with a per-stream rate
 MIN_CHANGE = 0.10  # a per-stream rate or TTFT must move by this share to count
@@ -56,19 +57,6 @@ def read_window(recording: Recording, instance: str | None = None) -> Window:
     return Window(report, read.signals)
 
 
-def assign_with_edges(prefill: np.ndarray, edges: tuple[float, ...], labels: tuple[str, ...]) -> BucketAssignment:
-    """Bucket a window's prefill samples with another window's edges (idle threshold first)."""
-    p = np.asarray(prefill, dtype=np.float64)
-    ok = np.isfinite(p)
-    index = np.full(p.size, -1, dtype=np.int64)
-    index[ok & (p < edges[0])] = 0
-    k = len(edges) - 1
-    if k:
-        sel = ok & (p >= edges[0])
-        index[sel] = 1 + np.clip(np.searchsorted(np.array(edges[1:-1]), p[sel], side="right"), 0, k - 1)
-    return BucketAssignment(index, edges[0], edges, labels, f"edges of the before window: {edges}")
-
-
 @dataclass(frozen=True)
 class BucketPair:
     """Before and after on the before window's edges: per bucket, and idle vs all busy pooled."""
@@ -82,7 +70,10 @@ class BucketPair:
 
 
 def bucket_pair(before: ShapeSignals, after: ShapeSignals) -> BucketPair:
-    """Both windows bucketed with the SAME edges (the before window's)."""
+    """Both windows bucketed with the SAME edges (the before window's), by the census's one rule.
+
+    :func:`pdcensus.census.buckets.assign_on_edges` decides which scrapes count and where the
+    threshold falls, so the before window's buckets are the ones its own census made."""
     assert before.prefill_tokens_per_second is not None and after.prefill_tokens_per_second is not None
     a_before = assign_buckets(before.prefill_tokens_per_second)
     pooled_edges = (a_before.edges[0], math.inf)
@@ -90,7 +81,8 @@ def bucket_pair(before: ShapeSignals, after: ShapeSignals) -> BucketPair:
     for s in (before, after):
         assert s.decode_tokens_per_second is not None and s.prefill_tokens_per_second is not None
         for edges, labels in ((a_before.edges, a_before.labels), (pooled_edges, ("idle", "busy"))):
-            a = assign_with_edges(s.prefill_tokens_per_second, edges, labels)
+            a = assign_on_edges(s.prefill_tokens_per_second, edges, idle_at_threshold=a_before.idle_at_threshold,
+                                labels=labels, idle_rule=f"edges of the before window: {edges}")
             if len(labels) == len(a_before.labels) and edges == a_before.edges:
                 indices.append(a.index)
             tables.append(bucket_table(a, s.decode_tokens_per_second, s.gauge(Signal.RUNNING),
@@ -161,7 +153,7 @@ def check_counter(knob: Knob, value: str | None, before: Window, after: Window) 
         return ArmStep("counter", StepStatus.PASSED if ok else StepStatus.FAILED,
                        f"replayed share of prompt tokens {ratios[0]:.1%} -> {ratios[1]:.1%}",
                        {"replay_share_before": ratios[0], "replay_share_after": ratios[1]})
-    if knob.counter_check is CounterCheck.STEP_TOKENS_AT_MOST:  # vLLM's budget (pdcensus.advice.engaged)
+    if knob.counter_check is CounterCheck.STEP_TOKENS_AT_MOST:  # vLLM's budget (pdcensus.verify.engaged)
         return engaged.check_step_tokens(knob.flag, value, before.signals, s)
     if knob.counter_check is CounterCheck.CHUNK_STEP_MOVES:
         c0, c1 = before.report.ledger.chunk_step_seconds, after.report.ledger.chunk_step_seconds
@@ -263,7 +255,7 @@ def verify_arm(before: Recording, after: Recording, flag: str, value: str | None
                before_flags: dict[str, str] | None = None, tolerance: float = DEFAULT_TOLERANCE) -> ArmVerdict:
     """Argv, then the counter, then the bucket pair; the first failure names the verdict.
 
-    An arm that engaged then passes the gate (:mod:`pdcensus.advice.gate`) only where every
+    An arm that engaged then passes the gate (:mod:`pdcensus.verify.gate`) only where every
     comparison's interval lies inside its band; one wholly outside makes it
     ``engaged-off-prediction``, one the data cannot place (straddling, too wide) ``inconclusive``.
     ``before_flags`` are the flags in effect in the before window (for the prediction's baseline
@@ -277,7 +269,7 @@ def verify_arm(before: Recording, after: Recording, flag: str, value: str | None
     steps = [check_argv(argv, knob.flag, value, knob.aliases), check_counter(knob, value, w_before, w_after)]
     pair_values = bucket_pair(w_before.signals, w_after.signals)
     pair = compare_buckets(knob, pair_values)
-    pair = engaged.judge_pair(knob, pair, w_before.signals, w_after.signals,  # per dial (pdcensus.advice.engaged)
+    pair = engaged.judge_pair(knob, pair, w_before.signals, w_after.signals,  # per dial (pdcensus.verify.engaged)
                               (w_before.report.ledger.chunk_step_seconds, w_after.report.ledger.chunk_step_seconds))
     steps.append(pair)
     predicted: dict[str, float] = {}

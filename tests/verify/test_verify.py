@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 
 from pdcensus.advice.evidence import Argv
-from pdcensus.advice.model import ArmOutcome, CompareStatus, StepStatus
-from pdcensus.advice.verify import verify_arm
 from pdcensus.series.model import Recording
+from pdcensus.verify.arm import verify_arm
+from pdcensus.verify.model import ArmOutcome, CompareStatus, StepStatus
 
-from .synthetic import cmdline_bytes, step_time_sharing
+from advice.synthetic import cmdline_bytes, step_time_sharing
 
 ARGV_ON = Argv(("radiance", "serve", "--prefill-interleave", "2"), "test argv")
 ARGV_OFF = Argv(("radiance", "serve", "--max-num-seqs", "64"), "test argv")
@@ -130,7 +130,7 @@ def test_on_simulator_runs_the_three_cases_come_out_as_the_runbook_says(tmp_path
         return verdict.outcome, verdict.failed_step  # type: ignore[return-value]
 
     # engaged (argv, counter, bucket pair); held steps also leave a backlog that raises the idle
-    # bucket's TTFT tail, which no prediction covers: the gate says so (tests/advice/test_verify_gate.py)
+    # bucket's TTFT tail, which no prediction covers: the gate says so (tests/verify/test_verify_gate.py)
     assert run("on") == (ArmOutcome.OFF_PREDICTION, None)
     assert run("old") == (ArmOutcome.NOT_ENGAGED, "counter")
     assert run("missing") == (ArmOutcome.NOT_ENGAGED, "argv")

@@ -1,6 +1,6 @@
 """verify-arm's one tolerance rule on hand-built before/after pairs: an interval inside the band is
 *within*, one wholly outside is a miss, one straddling an edge or wider than the band *cannot tell*
-(and the arm is inconclusive, exit 3); every view prints the same band (pdcensus.advice.gate).
+(and the arm is inconclusive, exit 3); every view prints the same band (pdcensus.verify.gate).
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 from rich.console import Console
 
-from pdcensus.advice import gate
-from pdcensus.advice.arm_args import ARM_EXIT_CODES
-from pdcensus.advice.model import ArmOutcome, ArmVerdict, Comparison, CompareStatus
 from pdcensus.census.signals import Histogram, ShapeSignals
 from pdcensus.report.terminal_advice import render_arm
 from pdcensus.series.profiles import Signal, get_profile
+from pdcensus.verify import gate
+from pdcensus.verify.arm_args import ARM_EXIT_CODES
+from pdcensus.verify.model import ArmOutcome, ArmVerdict, Comparison, CompareStatus
 
 BOUNDS = np.append(np.geomspace(0.01, 200.0, 500), np.inf)  # a fine grid: the histogram resolves ~2 %
 TOL = 0.25

@@ -1,4 +1,4 @@
-"""verify-arm's counter for vLLM's step budget: decoders' gaps beside a chunk (pdcensus.advice.engaged).
+"""verify-arm's counter for vLLM's step budget: decoders' gaps beside a chunk (pdcensus.verify.engaged).
 
 Hand-made windows shaped like a live vLLM run: 3 decoders at 20 ms per decode-only step, then
 3,000-token prompts chunked at a budget, each chunk step holding every decoder for
@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
-from pdcensus.advice.engaged import check_step_tokens, chunk_gap_reading
-from pdcensus.series.vllm_steps import observations_above as _above
-from pdcensus.advice.model import StepStatus
 from pdcensus.census.signals import Histogram
 from pdcensus.series.profiles import Signal
+from pdcensus.series.vllm_steps import observations_above as _above
 from pdcensus.series.vllm_steps import CountedSteps, step_spans
+from pdcensus.verify.engaged import check_step_tokens, chunk_gap_reading
+from pdcensus.verify.model import StepStatus
 
 BOUNDS = np.array([0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, np.inf])
 DECODE, PER_TOKEN, DECODERS = 0.020, 0.001, 3

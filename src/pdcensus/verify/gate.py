@@ -40,12 +40,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdcensus.advice.arm_args import DEFAULT_TOLERANCE
-from pdcensus.advice.model import ArmOutcome, Comparison, CompareStatus
 from pdcensus.census import bootstrap
 from pdcensus.census.buckets import per_stream_rate
 from pdcensus.census.signals import Histogram, ShapeSignals
 from pdcensus.series.profiles import Signal
+from pdcensus.verify.arm_args import DEFAULT_TOLERANCE
+from pdcensus.verify.model import ArmOutcome, Comparison, CompareStatus
 
 FAMILY_ALPHA = 0.10  # the whole gate's false-alarm share on noise, split over its comparisons
 REPLICATES = 2000  # enough for a tail quantile of 0.10 / (2 x 20 comparisons) = 0.25 %
@@ -263,7 +263,7 @@ def compare_arm(before: ShapeSignals, after: ShapeSignals, before_index: np.ndar
                 tolerance: float = DEFAULT_TOLERANCE) -> tuple[Comparison, ...]:
     """Every comparison of the gate: the predictions first (rate, pooled TTFT p90), then each bucket's latencies.
 
-    ``predicted`` is the before window's prediction for the arm (``verify.interleave_prediction``;
+    ``predicted`` is the before window's prediction for the arm (``arm.interleave_prediction``;
     empty for a knob with no numeric prediction: then every latency is allowed no rise).
     """
     b, a = side(before, before_index), side(after, after_index, seed=bootstrap.SEED + 1)

@@ -1,5 +1,5 @@
 """verify-arm as a gate: every exit code on real simulator runs, the three ways to write the knob,
-the tolerance, and the comparison of every bucket's TTFT and ITL (pdcensus.advice.gate).
+the tolerance, and the comparison of every bucket's TTFT and ITL (pdcensus.verify.gate).
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from pdcensus.advice import gate
-from pdcensus.advice.arm_args import ARM_EXIT_CODES, parse_flag
-from pdcensus.advice.model import ArmOutcome, CompareStatus
 from pdcensus.errors import UsageError
+from pdcensus.verify import gate
+from pdcensus.verify.arm_args import ARM_EXIT_CODES, parse_flag
+from pdcensus.verify.model import ArmOutcome, CompareStatus
 
 pytestmark = pytest.mark.slow
 
@@ -142,7 +142,7 @@ def test_every_outcome_has_its_documented_exit_code() -> None:
 
 def test_two_days_of_the_same_flags_pass_the_gate(runs: dict[str, Path], tmp_path: Path) -> None:
     """Seed noise alone (same scenario and flags, another seed) is no cost in any bucket."""
-    from pdcensus.advice.verify import bucket_pair, read_window
+    from pdcensus.verify.arm import bucket_pair, read_window
     from pdcensus.sim.output import write_sim_dir
     from pdcensus.sim.run import simulate
     from pdcensus.sources.load import load_source
@@ -159,7 +159,7 @@ def test_two_days_of_the_same_flags_pass_the_gate(runs: dict[str, Path], tmp_pat
 
 def test_the_replicates_quantile_is_prometheus_histogram_quantile(runs: dict[str, Path]) -> None:
     """quantile_rows (the bootstrap's matrix form) gives what series.quantile gives, on a real TTFT histogram."""
-    from pdcensus.advice.verify import read_window
+    from pdcensus.verify.arm import read_window
     from pdcensus.series.profiles import Signal
     from pdcensus.series.quantile import quantile_of_bounds
     from pdcensus.sources.load import load_source

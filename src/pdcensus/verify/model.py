@@ -1,0 +1,135 @@
+"""Typed values verify-arm produces: each step's result, the gate's comparisons and the verdict.
+
+Every value is a frozen dataclass (or an enum) whose ``to_dict()`` gives the JSON that
+``pdcensus verify-arm --json`` prints (schema ``pdcensus/verify-arm/v1``), serialised by the
+advice's one JSON rule (:func:`pdcensus.advice.model.json_safe`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+
+from pdcensus.advice.model import json_safe
+
+
+class ArmOutcome(str, Enum):
+    """What ``verify-arm`` concluded about one knob."""
+
+    ENGAGED = "engaged"
+    NOT_ENGAGED = "not-engaged"
+    INCONCLUSIVE = "inconclusive"
+    # engaged, but a predicted quantity missed beyond the tolerance, or a bucket's TTFT/ITL rose
+    # where nothing predicted it (pdcensus.verify.gate)
+    OFF_PREDICTION = "engaged-off-prediction"
+
+
+class StepStatus(str, Enum):
+    """The result of one step of arm verification (argv, counter, bucket pair)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    UNKNOWN = "unknown"
+    SKIPPED = "skipped"
+
+
+@dataclass(frozen=True)
+class ArmStep:
+    """One verification step with its evidence as numbers."""
+
+    name: str
+    status: StepStatus
+    detail: str
+    numbers: Mapping[str, float] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "status": self.status.value,
+            "detail": self.detail,
+            "numbers": json_safe(self.numbers),
+        }
+
+
+class CompareStatus(str, Enum):
+    """One before/after comparison of ``verify-arm``'s gate (:mod:`pdcensus.verify.gate`)."""
+
+    WITHIN = "within"  # the whole interval lies inside the allowed band
+    OFF = "off-prediction"  # a predicted quantity: its whole interval lies outside the band
+    COST = "unpredicted-cost"  # nothing predicted a change: its whole interval lies beyond the band
+    CANNOT_TELL = "cannot-tell"  # the interval straddles an edge of the band, is wider than it, or is missing
+    UNDECIDED = "undecided"  # too few requests or samples in one window to compare
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One quantity before vs after the arm, the prediction for it and the verdict with the tolerance.
+
+    ``ratio`` = after / before with its bootstrap interval (``low``, ``high``); ``predicted_ratio``
+    is what the before window predicted (1.0 where no one predicted a change); ``predicted`` says
+    whether a number was predicted or 1.0 is only the "no worse" default. ``band_low`` and
+    ``band_high`` are the allowed band the interval is held to (:func:`pdcensus.verify.gate.band`),
+    the one rule every view prints; ``why`` says how the interval sits against it.
+    """
+
+    quantity: str
+    bucket: str
+    before: float
+    after: float
+    ratio: float
+    low: float
+    high: float
+    predicted_ratio: float
+    predicted: bool
+    status: CompareStatus
+    basis: str = ""
+    higher_is_worse: bool = True
+    band_low: float = 0.0
+    band_high: float = math.inf
+    why: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "quantity": self.quantity, "bucket": self.bucket, "before": json_safe(self.before),
+            "after": json_safe(self.after), "ratio": json_safe(self.ratio), "interval": json_safe([self.low, self.high]),
+            "predicted_ratio": json_safe(self.predicted_ratio), "predicted": self.predicted,
+            "band": [self.band_low, None if math.isinf(self.band_high) else self.band_high],
+            "status": self.status.value, "why": self.why, "basis": self.basis,
+            "higher_is_worse": self.higher_is_worse,
+        }
+
+
+@dataclass(frozen=True)
+class ArmVerdict:
+    """``verify-arm``'s answer: the outcome, the step that failed and every step's evidence."""
+
+    flag: str
+    value: str | None
+    outcome: ArmOutcome
+    failed_step: str | None
+    reason: str
+    steps: tuple[ArmStep, ...]
+    predicted: Mapping[str, float] = field(default_factory=dict)
+    observed: Mapping[str, float] = field(default_factory=dict)
+    tolerance: float = math.nan  # the gate's relative tolerance around each prediction
+    comparisons: tuple[Comparison, ...] = ()
+
+    def step(self, name: str) -> ArmStep | None:
+        return next((s for s in self.steps if s.name == name), None)
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "schema": "pdcensus/verify-arm/v1",
+            "flag": self.flag,
+            "value": self.value,
+            "verdict": self.outcome.value,
+            "failed_step": self.failed_step,
+            "reason": self.reason,
+            "steps": [s.to_dict() for s in self.steps],
+            "predicted": json_safe(self.predicted),
+            "observed": json_safe(self.observed),
+            "tolerance": json_safe(self.tolerance),
+            "comparisons": [c.to_dict() for c in self.comparisons],
+        }
