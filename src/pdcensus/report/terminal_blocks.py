@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, RenderableType
 from rich.table import Table as RichTable
 from rich.text import Text
 
@@ -45,8 +45,7 @@ def _callout(block: Callout) -> RenderableType:
 
 def _table(block: Table, console: Console) -> list[RenderableType]:
     headed = any(h.strip() for h in block.headers)
-    table = RichTable(title=literal(block.caption) if block.caption else None, title_justify="left",
-                      show_header=headed, header_style="bold")
+    table = RichTable(show_header=headed, header_style="bold")  # the caption goes above, at the full width
     for i, header in enumerate(block.headers):
         table.add_column(literal(header), justify="right" if i in block.numeric else "left")
     rows = _sampled(block.rows, block.fold_after) if block.folded else block.rows
@@ -54,7 +53,8 @@ def _table(block: Table, console: Console) -> list[RenderableType]:
         tone = block.row_tones[r] if r < len(block.row_tones) else Tone.NORMAL
         table.add_row(*(literal(c) for c in row), style=_ROW_STYLE.get(tone))
     fitted = fit_table(table, console)
-    out: list[RenderableType] = [fitted if fitted is table else _as_list(block, rows)]
+    out: list[RenderableType] = [literal(block.caption)] if block.caption else []
+    out.append(fitted if fitted is table else _as_list(block, rows))
     if block.folded:
         out.append(Text(f"  {len(rows)} of {len(block.rows)} rows, evenly spaced, first and last kept; "
                         "--html or --markdown lists all", style="dim"))
@@ -91,7 +91,7 @@ def _as_list(block: Table, rows: Sequence[tuple[str, ...]]) -> RenderableType:
                 item.append_text(literal(header + " ", style="dim"))
             item.append_text(literal(cell, style=_ROW_STYLE.get(tone, "")))
         grid.add_row("  -", item)
-    return Group(literal(block.caption), grid) if block.caption else grid
+    return grid
 
 
 def _bullets(block: Bullets) -> RenderableType:
@@ -121,7 +121,7 @@ def block_renderables(block: Block, console: Console) -> list[RenderableType]:
     if isinstance(block, Bullets):
         return [_bullets(block)]
     if isinstance(block, Code):
-        return [literal("  " + block.text, style="cyan")]
+        return [literal("\n".join("  " + line for line in block.text.rstrip("\n").splitlines()), style="cyan")]
     return [_figure(block)]
 
 
