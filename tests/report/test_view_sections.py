@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from pdcensus import api
+from pdcensus.advice.endpoint_report import advice_of
 from pdcensus.census.model import CensusReport
 from pdcensus.report.html import render_html
 from pdcensus.report.summary import FULL_SECTIONS, SHORT_SECTIONS
@@ -110,7 +111,7 @@ def test_the_demo_and_the_real_recording_cover_different_sections(tmp_path: Path
     if not REAL_VLLM.exists():
         pytest.skip(f"{REAL_VLLM} not present")
     demo, real = _report("demo", tmp_path), _report("real-vllm", tmp_path)
-    assert demo.advice and demo.ledger.available  # advice in detail and a step ledger table
+    assert advice_of(demo) and demo.ledger.available  # advice in detail and a step ledger table
     assert not real.ledger.available and real.profile.startswith("vllm")
     assert "Verify the arm" in _terminal_sections(render_text(demo, width=80, full=True))
     assert "Verify the arm" not in _terminal_sections(render_text(real, width=80, full=True))
