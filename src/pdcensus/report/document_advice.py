@@ -16,8 +16,9 @@ from pdcensus.advice.model import Recommendation, VerificationPlan
 from pdcensus.report.document_blocks import (
     Block, Bullets, Code, Heading, Paragraph, Table, Tone,
 )
-from pdcensus.report.document_labels import column_label, predicted_row, predicted_value
-from pdcensus.report.terminal_advice import TTFT_TRUST, TTFT_TRUST_NO_REPLAY
+from pdcensus.report.document_labels import (
+    TTFT_TRUST, TTFT_TRUST_NO_REPLAY, column_label, predicted_row, predicted_value,
+)
 from pdcensus.report.twin_view import HEADER as TWIN_HEADER
 from pdcensus.report.twin_view import row_cells, source_line, trust_line
 

@@ -1,5 +1,5 @@
 """The terminal's own advice pieces: where the short view's predicted figures come from (with
-``census --twin``, the twin's beside them), which busy TTFT p90 to trust, and ``verify-arm``'s
+``census --twin``, the twin's beside them), and ``verify-arm``'s
 answer, predicted beside observed with the tolerance (:func:`render_arm`).
 
 The advice in detail (each recommendation, its predicted figures, trade-off table and plan to
@@ -24,14 +24,6 @@ from pdcensus.advice.model import ArmVerdict, Recommendation
 from pdcensus.report.terminal_fit import fit_table
 from pdcensus.report.twin_view import HEADER as TWIN_HEADER
 from pdcensus.report.twin_view import row_cells, source_line, trust_line
-
-# Which of the three TTFT p90 columns to read (docs/glossary.md: replay, M/M/1, trade-off)
-TTFT_TRUST = ("which busy TTFT p90 to trust: replay (this recording's own prefill work and arrivals run through "
-              "the slower prefill); the floor is the stretch alone, with no queueing (a lower bound); M/M/1 "
-              "assumes random arrivals")
-TTFT_TRUST_NO_REPLAY = ("which busy TTFT p90 to trust: no replay here (no prefill trace); the floor is the stretch "
-                        "alone (a lower bound), M/M/1 assumes random arrivals: read the truth between them")
-
 
 def _num(value: float | str | None, fmt: str) -> str:
     if isinstance(value, float) and math.isinf(value):

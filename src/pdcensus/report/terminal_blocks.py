@@ -57,7 +57,7 @@ def _table(block: Table, console: Console) -> list[RenderableType]:
     out.append(fitted if fitted is table else _as_list(block, rows))
     if block.folded:
         out.append(Text(f"  {len(rows)} of {len(block.rows)} rows, evenly spaced, first and last kept; "
-                        "--html or --markdown lists all", style="dim"))
+                        "the HTML and Markdown reports list all", style="dim"))
     return out
 
 
@@ -105,7 +105,7 @@ def _bullets(block: Bullets) -> RenderableType:
 
 
 def _figure(block: FigureBlock) -> RenderableType:
-    return Text(f"figure: {block.figure.chart.title} (a plot: --html, --markdown)", style="dim")
+    return Text(f"figure: {block.figure.chart.title} (a plot in the HTML and Markdown reports)", style="dim")
 
 
 def block_renderables(block: Block, console: Console) -> list[RenderableType]:
