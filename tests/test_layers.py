@@ -13,6 +13,8 @@ The layers, lowest first (a module may import its own layer and the layers below
 * ``series.model``: the recording data model every reader fills;
 * ``sources``: readers and writers of recordings, servers and side channels;
 * ``series``: PromQL, engine profiles, resampling, on top of the model;
+* ``queries``: query generation (PromQL export, recording rules, the Grafana dashboard) from
+  the profiles' sample names, apart from the report's rendering; the fleet and the commands use it;
 * ``census``, then ``advice``, then ``verify`` (verify-arm: a caller of the census and the advice,
   whose verdict the report renders), then ``lint`` (it reads the advice's pinned schema), then ``report``;
 * ``api``, ``fleet``, ``engine`` (a real engine driven end to end), ``whatif`` (the simulator
@@ -39,6 +41,7 @@ LAYERS: list[tuple[str, ...]] = [
     ("pdcensus.series.model",),
     ("pdcensus.sources",),
     ("pdcensus.series",),
+    ("pdcensus.queries",),
     ("pdcensus.census",),
     ("pdcensus.advice",),
     ("pdcensus.verify",),

@@ -42,8 +42,10 @@ def test_the_full_terminal_view_gives_a_minor_mechanism_one_line(eviction_tail: 
     render(api.census(eviction_tail), Console(file=buf, width=120, emoji=False, highlight=False), full=True)
     text = buf.getvalue()
     lines = text.splitlines()
-    box = next(i for i, line in enumerate(lines) if "advice for eviction" in line)
+    head = next(i for i, line in enumerate(lines) if line.endswith("(for eviction)"))
+    minor = next(i for i, line in enumerate(lines) if line.endswith("(for step-time-sharing)"))
     one = [i for i, line in enumerate(lines) if line.startswith("step-time-sharing is minor here")]
     assert "--prefill-interleave" in lines[one[0]] and "(--json has it)" in lines[one[0]]  # one line at 120
-    assert len(one) == 1 and one[0] > box
-    assert "advice for step-time-sharing" not in text  # no 44-line box for a 2 % loss
+    assert one == [minor + 1] and minor > head
+    findings = lines.index("All findings and evidence")
+    assert not any(line.strip() for line in lines[minor + 2:findings])  # no 44-line box for a 2 % loss

@@ -62,7 +62,7 @@ def test_the_census_json_carries_the_replay_keys(recording: Recording) -> None:
 
 def test_every_report_format_shows_the_replay_column(recording: Recording) -> None:
     report = pdc.census(recording, evidence=None)
-    assert "TTFT p90 replay" in render_text(report, width=200)
+    assert "busy TTFT p90, replay" in render_text(report, width=200)
     assert "busy TTFT p90, replay" in render_markdown(report).text
     assert "busy TTFT p90, replay" in render_html(report)
 

@@ -80,7 +80,7 @@ def test_terminal_report_shows_the_knob_rollback_tradeoff_and_verification(sim_d
     text = render_text(report, width=160)
     rec = report.advice[0]
     assert rec.env_line in text and rec.rollback_env_line in text
-    assert "trade-off" in text and "verify the arm" in text
+    assert "Trade-off for " in text and "Verify the arm" in text
     assert "engine_steps_held_total must leave zero" in text
 
 

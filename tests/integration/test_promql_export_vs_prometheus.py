@@ -26,7 +26,7 @@ import pytest
 
 from pdcensus.census.model import CensusReport
 from pdcensus.census.run import census_recording
-from pdcensus.report.promql_export import CensusQuery, census_queries, prometheus_duration
+from pdcensus.queries.promql_export import CensusQuery, census_queries, prometheus_duration
 from pdcensus.series.model import Family, MetricType, Recording, RecordingBuilder, SeriesKey, normalize_labels
 from pdcensus.series.profiles import PROFILES
 from pdcensus.sources.openmetrics_writer import write_openmetrics

@@ -111,7 +111,7 @@ def test_no_table_splits_a_word_at_any_width(sharing: CensusReport, width: int) 
 def test_no_placeholder_stands_in_for_a_sentence(sharing: CensusReport) -> None:
     text = render_text(sharing, width=120, full=True)
     assert "- (---)" not in text and "(-)" not in text
-    assert "tail test (2-14 min): not measured" in text or re.search(r"tail test \(2-14 min\): \d", text)
+    assert "Tail (2-14 min): not measured" in text or re.search(r"Tail \(2-14 min\): effect \d", text)
 
 
 def test_confidence_and_severity_are_two_labelled_figures_in_every_view(healthy: CensusReport) -> None:

@@ -31,7 +31,7 @@ def promql(
     as_json: Annotated[bool, typer.Option("--json", help="Print the queries as a JSON list.")] = False,
 ) -> None:
     """Print the PromQL for each census quantity (phase ratio, per-stream rate, TTFT, preemptions)."""
-    from pdcensus.report.promql_export import census_queries, prometheus_duration, render_promql, render_rules
+    from pdcensus.queries.promql_export import census_queries, prometheus_duration, render_promql, render_rules
 
     prof = get_profile(profile)
     interval = _interval_seconds(scrape_interval)
@@ -56,7 +56,7 @@ def grafana(
     title: Annotated[Optional[str], typer.Option("--title", help="Dashboard title.")] = None,
 ) -> None:
     """Print a Grafana dashboard (JSON) of the census quantities: pdcensus grafana > dashboard.json."""
-    from pdcensus.report.grafana import build_dashboard
+    from pdcensus.queries.grafana import build_dashboard
 
     dashboard = build_dashboard(get_profile(profile), scrape_interval_seconds=_interval_seconds(scrape_interval),
                                 title=title)

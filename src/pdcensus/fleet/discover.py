@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import math
 import statistics
 
-from pdcensus.report.promql_export import prometheus_duration
+from pdcensus.queries.promql_export import prometheus_duration
 from pdcensus.series.profiles import Signal, detect_profile, get_profile
 from pdcensus.sources.prometheus_http import ApiClient
 

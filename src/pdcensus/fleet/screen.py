@@ -202,7 +202,7 @@ async def fetch_timelines(client: ApiClient, matchers: str, endpoints: list[Disc
                           ) -> dict[tuple[str, str], dict[str, list[float]]]:
     """Per endpoint: per-stream decode and prefill, averaged over ``TIMELINE_POINTS`` steps of the window."""
     step = max(options.step_seconds, (end - start) / TIMELINE_POINTS)
-    from pdcensus.report.promql_export import prometheus_duration
+    from pdcensus.queries.promql_export import prometheus_duration
 
     span = f"[{prometheus_duration(step)}:{prometheus_duration(options.step_seconds)}]"
     out: dict[tuple[str, str], dict[str, list[float]]] = {}

@@ -22,7 +22,7 @@ The numbers, per endpoint (``sum by (job, instance)`` everywhere, as ``pdcensus 
 * counter resets (a restart or a build change: a second shape, which only the census splits);
 * the waiting queue's mean in the window's first and last quarter (queue growth).
 
-The decode, prefill and ledger expressions are the ones :func:`pdcensus.report.promql_export.
+The decode, prefill and ledger expressions are the ones :func:`pdcensus.queries.promql_export.
 census_queries` writes for ``pdcensus promql --rules`` (one place for each); with
 ``recorded=True`` the screen reads the recorded series by their rule names instead.
 Idle is the census's rule (:mod:`pdcensus.census.buckets`) as far as PromQL can say it, per
@@ -39,7 +39,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pdcensus.report.promql_export import BY, census_queries, offset_clause, prometheus_duration
+from pdcensus.queries.promql_export import BY, census_queries, offset_clause, prometheus_duration
 from pdcensus.series.profiles import Profile, Signal
 
 TAIL_FROM_SECONDS = 120.0  # the runbook's lagged tail: 2-14 min after the prefill

@@ -1,9 +1,11 @@
 """The census report as a document: headings, paragraphs, tables and figures.
 
-:func:`build_document` turns typed census reports into a list of plain blocks that both
-the HTML renderer (:mod:`pdcensus.report.html`) and the Markdown renderer
-(:mod:`pdcensus.report.markdown`) walk, so the two show the same content in the same
-order, which is also the terminal's: the short view first (the two-part headline, the
+:func:`build_document` turns typed census reports into a list of plain blocks that
+the HTML renderer (:mod:`pdcensus.report.html`), the Markdown renderer
+(:mod:`pdcensus.report.markdown`) and the terminal's ``--full`` view
+(:mod:`pdcensus.report.terminal_blocks`, after its short view drawn from the same
+:class:`~pdcensus.report.summary.Summary`) walk, so the three show the same content in the same
+order: the short view first (the two-part headline, the
 evidence that decided it, the advice, how to verify the arm; :mod:`pdcensus.report.summary`),
 then the advice in detail, every finding and evidence row, the shape, step ledger, buckets,
 lag test, preemption bursts, traps, runbook steps and the glossary of the terms used. Text in

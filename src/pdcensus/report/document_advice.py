@@ -16,8 +16,9 @@ from pdcensus.advice.model import Recommendation, VerificationPlan
 from pdcensus.report.document_blocks import (
     Block, Bullets, Code, Heading, Paragraph, Table, Tone,
 )
-from pdcensus.report.document_labels import column_label, predicted_row, predicted_value
-from pdcensus.report.terminal_advice import TTFT_TRUST, TTFT_TRUST_NO_REPLAY
+from pdcensus.report.document_labels import (
+    TTFT_TRUST, TTFT_TRUST_NO_REPLAY, column_label, predicted_row, predicted_value,
+)
 from pdcensus.report.twin_view import HEADER as TWIN_HEADER
 from pdcensus.report.twin_view import row_cells, source_line, trust_line
 
@@ -43,6 +44,9 @@ def recommendation_blocks(rec: Recommendation, level: int, index: int, anchor_su
     title = " ".join(p for p in (knob, value) if p) or f"Recommendation {index + 1}"
     out: list[Block] = [Heading(level, f"{title}" + (f" (for {mechanism})" if mechanism else ""),
                                 f"advice-{index}{anchor_suffix}")]
+    if rec.minor and not brief:  # a minor mechanism's advice is one line in every view; --json has the whole of it
+        why = (rec.notes[0] if rec.notes else rec.summary).split(". ")[0].split(", ")[0].replace(" overall", "")
+        return [*out, Paragraph(f"{why}; {title} only for streaming ITL (--json has it).", Tone.MUTED)]
     if brief:
         out.append(Paragraph("Its effect, deploy and rollback lines and cost are under Advice above.", Tone.MUTED))
     if rec.summary and not brief:

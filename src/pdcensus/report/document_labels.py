@@ -4,7 +4,8 @@ The advice names its numbers by key (``busy_ttft_p90_seconds_replay``), units in
 house style asks; a report reader wants words and a unit on the value. The keys the radiance
 and engine recommendations use most have a written label here; any other key is read by its
 unit suffix (``_seconds``, ``_tokens_per_second``, ``_share``, ``_ratio``, ``_tokens``) and its
-words, so a new prediction is never shown as a raw variable name.
+words, so a new prediction is never shown as a raw variable name. It also holds the one
+sentence that says which of a trade-off's busy TTFT p90 columns to trust.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 
 from pdcensus.report.document_blocks import MISSING, fmt_count, fmt_number, fmt_rate, fmt_seconds, fmt_share
 
-__all__ = ["column_label", "predicted_label", "predicted_row", "predicted_value"]
+__all__ = ["TTFT_TRUST", "TTFT_TRUST_NO_REPLAY", "column_label", "predicted_label", "predicted_row", "predicted_value"]
 
 _LABELS = {
     "interleave": "held steps per chunk step (N)",
@@ -45,6 +46,12 @@ _LABELS = {
     "prefill_load_now": "prefill load (chunk steps' share of step time), now",
     "prefill_load_predicted": "prefill load (chunk steps' share of step time), predicted",
 }
+# Which of the three TTFT p90 columns to read (docs/glossary.md: replay, M/M/1, trade-off)
+TTFT_TRUST = ("which busy TTFT p90 to trust: replay (this recording's own prefill work and arrivals run through "
+              "the slower prefill); the floor is the stretch alone, with no queueing (a lower bound); M/M/1 "
+              "assumes random arrivals")
+TTFT_TRUST_NO_REPLAY = ("which busy TTFT p90 to trust: no replay here (no prefill trace); the floor is the stretch "
+                        "alone (a lower bound), M/M/1 assumes random arrivals: read the truth between them")
 _WORDS = {"ttft": "TTFT", "itl": "ITL", "tpot": "TPOT", "kv": "KV", "p50": "p50", "p90": "p90", "p99": "p99",
           "vram": "VRAM", "n": "N"}
 _COUNT_WORDS = ("intervals", "steps", "tokens", "experts", "requests", "slots", "running")

@@ -78,6 +78,8 @@ def lag_blocks(report: CensusReport) -> list[Block]:
     out: list[Block] = [Paragraph(
         tail + (f"; longest lag with an effect {fmt_number(longest / 60)} min" if math.isfinite(longest) else "")
         + f". {said(lag.reason)}".rstrip())]
+    if lag.control:  # which scrapes each lag compares
+        out.append(Paragraph(f"Control: {lag.control}", Tone.MUTED))
     if lag.points:
         out.append(Table(
             ("lag (min)", "effect", "low", "high", "busy samples", "idle samples"),

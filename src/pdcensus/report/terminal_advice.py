@@ -1,20 +1,20 @@
-"""The terminal view of the advice: the knob, its env line and rollback, the predicted effect,
-the trade-off table, and the plan to verify the arm (argv, the counter, the bucket pair); and
-``verify-arm``'s answer, predicted beside observed with the tolerance (:func:`render_arm`).
+"""The terminal's own advice pieces: where the short view's predicted figures come from (with
+``census --twin``, the twin's beside them), and ``verify-arm``'s
+answer, predicted beside observed with the tolerance (:func:`render_arm`).
 
+The advice in detail (each recommendation, its predicted figures, trade-off table and plan to
+verify the arm) is the report document's (:mod:`pdcensus.report.document_advice`), which the
+terminal draws like every other section (:mod:`pdcensus.report.terminal_blocks`).
 It reads only the typed recommendations the advice pass attached to the report
-(:class:`~pdcensus.advice.model.Recommendation`).
+(:class:`~pdcensus.advice.model.Recommendation`) and verify-arm's typed answer.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
 
 from rich import box
-from rich.console import Console, Group, RenderableType
-from rich.markup import escape as _e
-from rich.panel import Panel
+from rich.console import Console, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -26,48 +26,12 @@ from pdcensus.report.twin_view import row_cells, source_line, trust_line
 from pdcensus.verify import gate
 from pdcensus.verify.model import ArmVerdict
 
-_TRADEOFF_COLUMNS = (
-    ("interleave", "N", "{:.0f}"),
-    ("per_stream_tokens_per_second", "per-stream tok/s during prefill", "{:.1f}"),
-    ("share_of_idle", "vs idle", "{:.0%}"),
-    ("ttft_stretch", "prompt TTFT x", "{:.2f}"),
-    ("prompt_ttft_p90_seconds_at_least", "busy TTFT p90 floor (s)", "{:.2f}"),
-    ("busy_ttft_p90_seconds_queueing", "busy TTFT p90 M/M/1 (s)", "{:.2f}"),
-    ("busy_ttft_p90_seconds_replay", "busy TTFT p90 replay (s), trust this", "{:.2f}"),
-)
-# Which of the three TTFT p90 columns to read (docs/glossary.md: replay, M/M/1, trade-off)
-TTFT_TRUST = ("which busy TTFT p90 to trust: replay (this recording's own prefill work and arrivals run through "
-              "the slower prefill); the floor is the stretch alone, with no queueing (a lower bound); M/M/1 "
-              "assumes random arrivals")
-TTFT_TRUST_NO_REPLAY = ("which busy TTFT p90 to trust: no replay here (no prefill trace); the floor is the stretch "
-                        "alone (a lower bound), M/M/1 assumes random arrivals: read the truth between them")
-
-
 def _num(value: float | str | None, fmt: str) -> str:
     if isinstance(value, float) and math.isinf(value):
         return "unbounded"
     if isinstance(value, (int, float)) and math.isfinite(float(value)):
         return fmt.format(float(value))
     return "-"
-
-
-def _tradeoff(rows: Sequence[Mapping[str, float | str]], chosen: str) -> Table:
-    table = Table(title="trade-off", title_justify="left", show_edge=False)
-    present = [c for c in _TRADEOFF_COLUMNS if any(c[0] in r for r in rows)]
-    if any(k == "busy_ttft_p90_seconds_replay" for k, _h, _f in present) and not any(
-            _finite(r.get("busy_ttft_p90_seconds_replay")) for r in rows):
-        present = [c for c in present if c[0] != "busy_ttft_p90_seconds_replay"]
-    for _key, head, _fmt in present:
-        table.add_column(head, justify="right")
-    for row in rows:
-        cells = [_num(row.get(key), fmt) for key, _head, fmt in present]
-        style = "bold" if cells and cells[0] == chosen else None
-        table.add_row(*cells, style=style)
-    return table
-
-
-def _finite(value: object) -> bool:
-    return isinstance(value, (int, float)) and math.isfinite(float(value))
 
 
 def prediction_parts(rec: Recommendation, console: Console, width: int) -> list[RenderableType]:
@@ -84,52 +48,6 @@ def prediction_parts(rec: Recommendation, console: Console, width: int) -> list[
         parts.append(fit_table(twin, console, width))
     parts.append(literal(trust_line(rec.twin), style="bold" if rec.twin.trust == "twin" else "yellow"))
     return parts
-
-
-def render_advice(advice: Sequence[Recommendation], console: Console, none_text: str = "no advice") -> None:
-    """One panel per recommendation, in the order the advice pass gave them (``none_text`` when there is none)."""
-    if not advice:
-        console.print(literal(none_text))
-        return
-    inner = max(20, console.width - 4)  # a panel's border and padding
-    for rec in advice:
-        if rec.minor:  # a minor mechanism's advice is one line; --json has the whole of it
-            why = (rec.notes[0] if rec.notes else rec.summary).split(". ")[0].split(", ")[0].replace(" overall", "")
-            console.print(literal(f"{why}; {rec.knob or '?'} {rec.value} only for streaming ITL (--json has it)"))
-            continue
-        parts: list[RenderableType] = [Text.from_markup(f"[bold]{_e(rec.summary)}[/bold]")]
-        env, rollback = rec.env_line, rec.rollback_env_line
-        if env:
-            parts.append(Text.from_markup(f"deploy: [cyan]{_e(str(env))}[/cyan]   rollback: "
-                                          f"[cyan]{_e(str(rollback or '-'))}[/cyan] "
-                                          + ("(an env line, not a rebuild)" if rec.deploy.get("env") or not rec.deploy
-                                             else f"({rec.engine} reads no env for it: restart with this argv)")))
-        parts.extend(prediction_parts(rec, console, inner))
-        if rec.cost:
-            parts.append(Text.from_markup(f"cost: {_e(rec.cost)}"))
-        for pre in rec.preconditions:
-            parts.append(Text.from_markup(f"precondition: {_e(pre)}"))
-        for note in rec.notes:
-            parts.append(Text.from_markup(f"note: {_e(note)}"))
-        if rec.tradeoff:
-            parts.append(fit_table(_tradeoff(rec.tradeoff, rec.value), console, inner))
-            if any("busy_ttft_p90_seconds_queueing" in r for r in rec.tradeoff):
-                replay = any(_finite(r.get("busy_ttft_p90_seconds_replay")) for r in rec.tradeoff)
-                parts.append(Text(TTFT_TRUST if replay else TTFT_TRUST_NO_REPLAY, style="dim"))
-        plan = rec.verification
-        if plan is not None:
-            what = ("verify the change (capacity, not a flag)" if rec.mechanism in ("overload", "box")
-                    else "verify the arm (in this order; a deploy is not evidence)")
-            steps = Table(title=what, title_justify="left", show_header=False, show_edge=False)
-            steps.add_column("step", style="bold")
-            steps.add_column("how")
-            for key, how in (("argv", plan.argv), ("counter", plan.counter), ("bucket pair", plan.bucket_pair),
-                             ("command", plan.command)):
-                if how:
-                    steps.add_row(key, _e(how))
-            parts.append(fit_table(steps, console, inner))
-        title = f"advice for {rec.mechanism or '?'}: {rec.knob or '?'} {rec.value}"
-        console.print(Panel(Group(*parts), title=_e(title), title_align="left"))
 
 
 _STATUS_STYLE = {"within": "green", "off-prediction": "bold red", "unpredicted-cost": "bold red",

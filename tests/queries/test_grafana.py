@@ -7,8 +7,8 @@ import json
 import promql_parser
 import pytest
 
-from pdcensus.report.grafana import SCHEMA_VERSION, build_dashboard
-from pdcensus.report.promql_export import census_queries
+from pdcensus.queries.grafana import SCHEMA_VERSION, build_dashboard
+from pdcensus.queries.promql_export import census_queries
 from pdcensus.series.profiles import PROFILES
 
 ALL_PROFILES = sorted(PROFILES)

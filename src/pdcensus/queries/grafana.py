@@ -2,7 +2,7 @@
 
 ``build_dashboard(profile)`` returns the dashboard as a dict that ``json.dumps`` turns into a
 file Grafana imports (Dashboards > New > Import). Panels come from the same
-:func:`pdcensus.report.promql_export.census_queries` as ``pdcensus promql``, grouped by the
+:func:`pdcensus.queries.promql_export.census_queries` as ``pdcensus promql``, grouped by the
 quantity they show, so the dashboard and the pasted PromQL can never disagree.
 
 Two template variables make it portable: ``datasource`` (any Prometheus-compatible data
@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from typing import Any
 
-from pdcensus.report.promql_export import CensusQuery, census_queries, missing_note, prometheus_duration
+from pdcensus.queries.promql_export import CensusQuery, census_queries, missing_note, prometheus_duration
 from pdcensus.series.profiles import Profile, Signal
 
 SCHEMA_VERSION = 39

@@ -10,7 +10,7 @@ import promql_parser
 import pytest
 
 from pdcensus.errors import UsageError
-from pdcensus.report.promql_export import (
+from pdcensus.queries.promql_export import (
     census_queries, check_window, normalize_selector, prometheus_duration, render_promql, render_rules,
 )
 from pdcensus.series.profiles import PROFILES
