@@ -13,7 +13,8 @@ the clients' clean gap (each gap's excess over it: every cause's slow time, stal
 2 s included); the census's verdict and
 confidence, the depth it reports (the ``itl-depth`` evidence row: vLLM's inter-token histogram
 over the spans that carried prefill) and its loss shares. Last line: calibration, the share of
-verdicts at 0.7 or more whose headline is the run's cause.
+verdicts at 0.7 or more whose headline is the run's cause (where the cause is none: that names
+none, or finds only minor mechanisms, i.e. nothing to act on).
 """
 
 from __future__ import annotations
@@ -86,7 +87,9 @@ def row(folder: Path) -> tuple[str, float, bool]:
     depth, felt = truth.get("ratio"), itl
     off = (f"{(felt / depth - 1):+.0%}" if isinstance(felt, float) and isinstance(depth, float) and depth > 0
            and math.isfinite(felt) and math.isfinite(depth) else "-")
-    right = v["mechanism"] == cause_of(folder.name, c["preemption"]["total"])
+    cause = cause_of(folder.name, c["preemption"]["total"])
+    # where the cause is none, a verdict that finds only minor mechanisms (nothing to act on) is right too
+    right = v["mechanism"] == cause or (cause == "none" and all(f["severity"] == "minor" for f in v["found"]))
     line = (f"| {folder.name} | {flags} | {_f(depth)} | {_f(truth.get('decode_time_lost_share'))} | "
             f"{_f(truth['stalls']['stalled_share'])} | {_f(beyond_clean(folder, truth['start'], truth['end'], _rate(truth)))} | "
             f"{v['mechanism']} {v['confidence']:.2f} | {_f(felt)} ({off}) | "

@@ -23,20 +23,19 @@ What this found, before the fixes beside it (5 % of samples deleted, 8 draws per
 
 from __future__ import annotations
 
-import math
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pdcensus import api
 from pdcensus.census.model import CensusReport, Mechanism
-from pdcensus.series.model import Endpoint, Recording
+from pdcensus.series.model import Recording
 from pdcensus.sources.load import load_source
+from bench_modules import load_bench
 
 pytestmark = pytest.mark.slow
 
@@ -44,8 +43,7 @@ CASES = (("step-time-sharing", "radiance"), ("eviction-tail", "radiance"), ("pre
          ("step-time-sharing", "vllm"), ("mixed", "vllm"), ("eviction-tail", "vllm"))
 CONFIDENT = 0.7
 Headline = tuple[Mechanism, float, float, tuple[float, float]]  # mechanism, confidence, its loss share, interval
-LOSS_FIELD = {Mechanism.STEP_TIME_SHARING: "step_time_sharing", Mechanism.EVICTION: "eviction",
-              Mechanism.PREEMPTION_STALL: "preemption_stall"}
+MECHANISMS = (Mechanism.STEP_TIME_SHARING, Mechanism.EVICTION, Mechanism.PREEMPTION_STALL)
 
 
 @pytest.fixture(scope="module")
@@ -63,24 +61,12 @@ def recordings(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str]
     return out
 
 
-def _without(recording: Recording, seed: int, share: float) -> Recording:
-    """The recording with each sample (first and last scrape kept) deleted with probability ``share``."""
-    ep = recording.endpoint()
-    present = ep.present.copy()
-    rng = np.random.default_rng(seed)
-    present[1:-1] &= rng.random(present[1:-1].shape) >= share
-    gapped = Endpoint(job=ep.job, instance=ep.instance, timestamps=ep.timestamps, keys=list(ep.keys),
-                      values=ep.values, present=present)
-    return Recording(recording.families, [gapped], recording.source)
+GAPS = load_bench("gap_matrix")  # the deletion and the headline are the bench's (RELIABILITY.md, "Gaps in series")
 
 
 def _headline(report: CensusReport) -> Headline:
-    verdict, losses = report.verdict, report.losses
-    field = LOSS_FIELD.get(verdict.mechanism)
-    if field is None or losses is None:
-        return verdict.mechanism, verdict.confidence, math.nan, (math.nan, math.nan)
-    return (verdict.mechanism, verdict.confidence, float(getattr(losses, field)),
-            tuple(getattr(losses, field + "_interval")))
+    name, confidence, loss, interval = GAPS.headline(report)
+    return Mechanism(name), confidence, loss, interval
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{s}-{p}" for s, p in CASES])
@@ -90,8 +76,8 @@ def test_deleting_random_samples_keeps_the_headline_inside_its_interval(
         recordings: dict[tuple[str, str], tuple[Recording, Headline]], case: tuple[str, str], seed: int,
         share: float) -> None:
     recording, (mechanism, _, loss, (low, high)) = recordings[case]
-    assert mechanism in LOSS_FIELD, f"{case}: the untouched census names no mechanism ({mechanism.value})"
-    gapped = api.census(_without(recording, seed, share), evidence=None)
+    assert mechanism in MECHANISMS, f"{case}: the untouched census names no mechanism ({mechanism.value})"
+    gapped = api.census(GAPS.without(recording, seed, share), evidence=None)
     got, confidence, got_loss, _ = _headline(gapped)
     assert got is mechanism or confidence < CONFIDENT, (case, seed, share, gapped.verdict.headline)
     assert got is mechanism, f"{case}, {share:.1%} deleted (seed {seed}): {gapped.verdict.headline}"
