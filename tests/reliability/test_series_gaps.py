@@ -17,6 +17,8 @@ recordings):
   ``preemption-stall``;
 - SGLang eviction-tail, its prompt-token counter ``realtime_tokens_total{mode="prefill_compute"}``
   missing: confidence 0.90 -> 0.60;
+- vLLM mixed, its ``prompt_tokens_total`` missing: preemption-stall at 0.87 -> 0.59 (until the
+  admission-to-completion matching took a run of spanned intervals as one step);
 - a real vLLM 0.15 run (InferenceX, llama-70b tp1 bs128, 1 s polls), its
   ``generation_tokens_total`` missing: ``none`` at confidence 0.60 -> 0.26.
 """
@@ -67,7 +69,7 @@ def sims(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, str], tupl
     root = tmp_path_factory.mktemp("series-gaps")
     out: dict[tuple[str, str], tuple[Path, Figures]] = {}
     for scenario, profile in (("step-time-sharing", "radiance"), ("preemption-stall", "radiance"),
-                              ("eviction-tail", "sglang")):
+                              ("eviction-tail", "sglang"), ("mixed", "vllm")):
         where = root / f"{scenario}-{profile}"
         done = _cli("sim", scenario, "--profile", profile, "--out", str(where))
         assert done.returncode == 0, done.stderr
@@ -107,6 +109,9 @@ CASES = [
                  id="sglang-prompt-tokens-missing"),
     pytest.param("eviction-tail", "sglang", "sglang:realtime_tokens_total", 'mode="prefill_compute"', True,
                  id="sglang-prompt-tokens-nan"),
+    # vLLM's admission-to-completion matching (pdcensus.census.prefill_progress): 0.87 -> 0.59 before a
+    # run of spanned intervals was matched as one step
+    pytest.param("mixed", "vllm", "vllm:prompt_tokens_total", "", False, id="vllm-prompt-tokens-missing-mixed"),
 ]
 
 
