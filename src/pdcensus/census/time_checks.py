@@ -4,7 +4,7 @@ A recording's timestamps are trusted only as far as their intervals agree with e
 Two failures were weighed as data before this module existed (issue #25, item 4):
 
 - **a break**: one interval far beyond the median scrape interval (a clock jump, a store
-  outage, a paused poller). Counters continuous across it prove the process lived, not
+  outage, a paused scraper). Counters continuous across it prove the process lived, not
   that the interval is a scrape: a 10 h jump weighed as one interval outweighs the rest
   of the window. :func:`breaks` marks such intervals; the shape split starts a new
   segment at each, so the census weighs only intervals inside one segment.
@@ -23,7 +23,7 @@ from pdcensus.errors import DataError
 # An interval longer than this many median scrape intervals is a break, not a scrape ...
 BREAK_FACTOR = 10.0
 # ... when it is also longer than this: Prometheus's own lookback delta (5 min, the staleness a
-# series reaches when no sample comes), beyond which PromQL bridges no interval either. A 1 s poller
+# series reaches when no sample comes), beyond which PromQL bridges no interval either. A 1 s scraper
 # that paused 35 s with its counters running on (an InferenceX run, tp8_bs512_offloadoff_s_8) is a
 # missed stretch of scrapes, not a break: splitting there left its latest segment 6 scrapes long.
 BREAK_MIN_SECONDS = 300.0
