@@ -58,14 +58,21 @@ SIM_IMPORTED_FROM = LAYERS.index(("pdcensus.commands",))
 SIM_IMPORTERS_BELOW_COMMANDS = ("pdcensus.whatif",)  # the calibrated twin (see the docstring)
 
 
-def _module_name(path: Path) -> str:
-    parts = list(path.relative_to(SRC).with_suffix("").parts)
+def _module_name(path: Path, src: Path = SRC) -> str:
+    parts = list(path.relative_to(src).with_suffix("").parts)
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def import_graph() -> dict[str, set[str]]:
-    """module -> the pdcensus modules it imports (a ``from package import name`` names the submodule if it is one)."""
-    files = {_module_name(p): p for p in SRC.rglob("*.py")}
+def import_graph(src: Path = SRC) -> dict[str, set[str]]:
+    """module -> the pdcensus modules it imports.
+
+    ``from package import name`` counts the package (its ``__init__``) and, where ``name`` is a
+    submodule, the submodule too: inside a package whose ``__init__`` re-exports its submodules,
+    ``from package import sibling`` is a circle through the ``__init__`` (``promql.__init__`` ->
+    ``evaluator`` -> ``from promql import functions`` was one); ``import package.sibling as
+    sibling`` is not.
+    """
+    files = {_module_name(p, src): p for p in src.rglob("*.py")}
     graph: dict[str, set[str]] = {}
     for name, path in files.items():
         package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
@@ -76,7 +83,8 @@ def import_graph() -> dict[str, set[str]]:
             elif isinstance(node, ast.ImportFrom):
                 base = ".".join(package[:len(package) - node.level + 1] + [node.module or ""]) if node.level \
                     else node.module or ""
-                found.update(f"{base}.{a.name}" if f"{base}.{a.name}" in files else base for a in node.names)
+                found.add(base)  # ``from package import sub`` reads the package's namespace: its __init__ runs first
+                found.update(f"{base}.{a.name}" for a in node.names if f"{base}.{a.name}" in files)
         graph[name] = {m.rstrip(".") for m in found if m.rstrip(".") in files and m != name}
     return graph
 
@@ -159,3 +167,16 @@ def test_the_checker_sees_a_circle_and_an_upward_arrow() -> None:
     assert rank("pdcensus.sim.engine") is None
     with pytest.raises(AssertionError, match="in no layer"):
         rank("pdcensus.newpackage.module")
+
+
+def test_the_checker_sees_a_circle_through_a_package_init(tmp_path: Path) -> None:
+    """The shape ``series/promql`` had: the ``__init__`` re-exports a module that imports a sibling through it."""
+    package = tmp_path / "pdcensus" / "promql"
+    package.mkdir(parents=True)
+    (tmp_path / "pdcensus" / "__init__.py").write_text("")
+    (package / "__init__.py").write_text("from pdcensus.promql.evaluator import query\n")
+    (package / "evaluator.py").write_text("from pdcensus.promql import functions\n\ndef query() -> None: ...\n")
+    (package / "functions.py").write_text("")
+    assert circles(import_graph(tmp_path)) == [["pdcensus.promql", "pdcensus.promql.evaluator"]]
+    (package / "evaluator.py").write_text("import pdcensus.promql.functions as functions\n\ndef query() -> None: ...\n")
+    assert circles(import_graph(tmp_path)) == []

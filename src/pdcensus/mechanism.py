@@ -9,6 +9,12 @@ stands beside the census and may not import it.
   *minor*.
 - *dominant*: a material mechanism that holds at least ``DOMINANT_SHARE`` (25 %) of all lost
   time; two or more dominant mechanisms make the headline ``mixed``.
+
+The two are different quantities, each with its own constant: ``MATERIAL_SHARE`` is a share of
+decoders' time (the severity line), ``DOMINANT_SHARE`` a share of lost time (the ``mixed``
+line). "All lost time" is the found mechanisms' loss in the census's headline and the
+simulator's ``headline_rule``; the truth's ``"dominant"`` list (``truth.json``) holds it against
+all three causes' loss, found or not.
 """
 
 from __future__ import annotations

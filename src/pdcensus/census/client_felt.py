@@ -6,7 +6,7 @@ token (TTFT) and how fast the rest came (TPOT, the client's mean inter-token lat
 Read beside the census, they answer "did users decode slower while other prompts
 prefilled?" from the users' side.
 
-Client clocks are not the poller's. :func:`align_records` finds the offset between them:
+Client clocks are not the scraper's. :func:`align_records` finds the offset between them:
 vLLM counts a prompt in the step that emits its first token, so the client's first-token
 instants weighted by prompt tokens must line up with the prompt counter's increases; the
 offset is the lag of the best cross-correlation (1 s resolution), with its z-score so a
@@ -24,7 +24,7 @@ from pdcensus.sources.client_records import ClientRequest
 
 # An alignment whose correlation peak is fewer standard deviations above the median is weak.
 MIN_ALIGNMENT_Z = 5.0
-# A request decoded "during prefill" when at least this share of its decode window lay in busy polls.
+# A request decoded "during prefill" when at least this share of its decode window lay in busy scrapes.
 BUSY_DECODE_SHARE = 0.5
 MIN_REQUESTS = 10
 
@@ -51,9 +51,9 @@ class FeltSide:
 @dataclass(frozen=True)
 class ClientFelt:
     alignment: Alignment
-    arrived_busy: FeltSide  # TTFT of requests that arrived in a poll with busy prefill
+    arrived_busy: FeltSide  # TTFT of requests that arrived in a scrape with busy prefill
     arrived_idle: FeltSide
-    decoded_busy: FeltSide  # TPOT of requests that decoded mostly in busy polls
+    decoded_busy: FeltSide  # TPOT of requests that decoded mostly in busy scrapes
     decoded_idle: FeltSide
     tpot_ratio: float  # median TPOT decoded idle / decoded busy: per-stream decode busy / idle as users felt it
 

@@ -1,23 +1,23 @@
 """Guards the verdict consults before it claims anything: typed results, never prose.
 
-Why: real recordings (1 s polls of vLLM under benchmark load) break three assumptions the
+Why: real recordings (1 s scrapes of vLLM under benchmark load) break three assumptions the
 contrast rests on, and each break has a measurable signature:
 
 - **No other session.** The contrast is "decode of other sessions while one prefills". With
-  at most one request running, every prefill is the decoder's own next turn and the poll in
+  at most one request running, every prefill is the decoder's own next turn and the scrape in
   which it ends holds less than a second of decoding: the ratio reads 0.5-0.6 with no
   interference at all. :func:`session_guard` says whether another stream was running in the
-  polls where prefill ran.
+  scrapes where prefill ran.
 - **Windows too short for a lag.** A lagged tail at lag L needs L of observed history before
   the tail scrapes *and* a clean reference whose own history (the whole tail window) was
   observed, inside one stretch of clean scrapes and after the ramp-up (batch and KV usage
   still growing at the start of a run make early scrapes look "clean" and fast).
   :func:`window_support` gives the longest lag the window supports and the ramp-up.
 - **Contrasts above 1.** Decode per stream *faster* while prompts are counted has causes
-  that are not prefill's effect: a smaller batch in those polls, prefill that ran in the
-  polls before (vLLM counts a prompt when its prefill ends), or counters that move in the
+  that are not prefill's effect: a smaller batch in those scrapes, prefill that ran in the
+  scrapes before (vLLM counts a prompt when its prefill ends), or counters that move in the
   same lumps (a finishing turn's last tokens and the next turn's prompt land in the same
-  poll, the polls between carry little of either). :func:`explain_contrast` measures each
+  scrape, the scrapes between carry little of either). :func:`explain_contrast` measures each
   and names the first that holds.
 """
 
@@ -33,7 +33,7 @@ from pdcensus.census.lag import TAIL_WINDOW_SECONDS
 from pdcensus.census.signals import ShapeSignals
 from pdcensus.series.profiles import Signal
 
-# At least this many polls with prefill and another running stream for any contrast.
+# At least this many scrapes with prefill and another running stream for any contrast.
 MIN_OTHER_SESSION_POLLS = 10
 # A gap between scrapes longer than this many median intervals (and GAP_SECONDS) breaks a clean span.
 GAP_INTERVALS = 5.0
@@ -65,8 +65,8 @@ ABOVE_ONE = 1.05
 
 class SessionContrast(str, Enum):
     NO_OTHER_SESSION = "no-other-session"  # never more than one request running
-    TOO_FEW_OTHER = "too-few-polls-with-another-session"  # prefill polls with another stream are too few
-    TOO_FEW_PREFILL = "too-few-prefill-polls"  # too few polls with prefill at all
+    TOO_FEW_OTHER = "too-few-polls-with-another-session"  # prefill scrapes with another stream are too few
+    TOO_FEW_PREFILL = "too-few-prefill-polls"  # too few scrapes with prefill at all
     OTHER_SESSIONS = "other-sessions"
     UNKNOWN = "unknown"  # no running gauge
 
@@ -77,7 +77,7 @@ class SessionGuard:
     max_running: float
     prefill_polls: int
     prefill_polls_with_other: int
-    other: np.ndarray  # per poll: another stream ran during the interval (max of running at both ends >= 2)
+    other: np.ndarray  # per scrape: another stream ran during the interval (max of running at both ends >= 2)
 
     @property
     def allows_contrast(self) -> bool:
@@ -85,9 +85,9 @@ class SessionGuard:
 
 
 def session_guard(running: np.ndarray | None, prefill_busy: np.ndarray) -> SessionGuard:
-    """Whether any poll with prefill also had a stream of another session running.
+    """Whether any scrape with prefill also had a stream of another session running.
 
-    vLLM's running gauge counts prefilling requests too, so a poll with prefill and at most
+    vLLM's running gauge counts prefilling requests too, so a scrape with prefill and at most
     one running request at both of its ends had nobody else to slow down.
     """
     busy = np.asarray(prefill_busy, dtype=bool)
@@ -177,12 +177,12 @@ class ContrastCause(str, Enum):
 @dataclass(frozen=True)
 class ContrastExplanation:
     cause: ContrastCause
-    contrast: float  # per-stream decode, counted-prompt polls / others
-    batch_ratio: float  # mean running, counted-prompt polls / others
-    pre_completion_ratio: float  # per-stream decode, the PRE_POLLS polls before a counted prompt / the rest
-    generation_ratio: float  # generation tokens per second, counted-prompt polls / others
-    turnover_counted: float  # share of counted-prompt polls in which requests finished
-    turnover_other: float  # the same share in the other polls
+    contrast: float  # per-stream decode, counted-prompt scrapes / others
+    batch_ratio: float  # mean running, counted-prompt scrapes / others
+    pre_completion_ratio: float  # per-stream decode, the PRE_POLLS scrapes before a counted prompt / the rest
+    generation_ratio: float  # generation tokens per second, counted-prompt scrapes / others
+    turnover_counted: float  # share of counted-prompt scrapes in which requests finished
+    turnover_other: float  # the same share in the other scrapes
 
 
 def _per_stream(gen: np.ndarray, run: np.ndarray, dt: np.ndarray, m: np.ndarray) -> float:
@@ -196,7 +196,7 @@ def _ratio(a: float, b: float) -> float:
 
 def explain_contrast(generation: np.ndarray, prompt: np.ndarray, running: np.ndarray, dt: np.ndarray,
                      finished: np.ndarray | None = None) -> ContrastExplanation:
-    """Why per-stream decode is faster in the polls whose prompt counter moved (raw counter)."""
+    """Why per-stream decode is faster in the scrapes whose prompt counter moved (raw counter)."""
     ok = np.isfinite(generation) & np.isfinite(running) & (running > 0) & np.isfinite(dt) & np.isfinite(prompt)
     gen, run, d = np.nan_to_num(generation), np.nan_to_num(running), np.nan_to_num(dt)
     counted = ok & (np.nan_to_num(prompt) > 0)
@@ -280,7 +280,7 @@ def verdict_limits(g: Guards, tail_lag_seconds: float = TAIL_WINDOW_SECONDS[1]) 
     ``TAIL_WINDOW_SECONDS[1]``).
     """
     reasons: list[GuardReason] = []
-    # too few prefill polls at all is the verdict's own busy-bucket rule: not repeated here
+    # too few prefill scrapes at all is the verdict's own busy-bucket rule: not repeated here
     session = {SessionContrast.NO_OTHER_SESSION: GuardReason.NO_OTHER_SESSION,
                SessionContrast.TOO_FEW_OTHER: GuardReason.TOO_FEW_OTHER}.get(g.session.contrast)
     if session is not None:

@@ -27,7 +27,7 @@ def severity(loss_share: float) -> Severity:
 
 
 def headline_mechanism(losses: dict[Mechanism, float]) -> Mechanism:
-    """Costliest found mechanism; ``mixed`` when two material ones each hold 25 % of lost time.
+    """Costliest found mechanism; ``mixed`` when two material ones each hold ``DOMINANT_SHARE`` of lost time.
 
     ``losses`` maps each *found* mechanism to its loss share; a NaN share (preemptions through
     the whole window, the stall unmeasurable) counts as material and costliest.
@@ -37,14 +37,15 @@ def headline_mechanism(losses: dict[Mechanism, float]) -> Mechanism:
     unmeasured = [m for m in MECHANISMS if m in losses and not math.isfinite(losses[m])]
     finite = {m: v for m, v in losses.items() if math.isfinite(v)}
     total = sum(max(v, 0.0) for v in finite.values())
-    material = [m for m in MECHANISMS if m in finite and finite[m] >= MATERIAL_SHARE
+    # dominant: material (of decoders' time) and DOMINANT_SHARE of the found mechanisms' lost time
+    dominant = [m for m in MECHANISMS if m in finite and finite[m] >= MATERIAL_SHARE
                 and finite[m] >= DOMINANT_SHARE * total]
-    if len(material) + len(unmeasured) >= 2 and material:
+    if len(dominant) + len(unmeasured) >= 2 and dominant:
         return Mechanism.MIXED
     if unmeasured:
         return unmeasured[0]
-    if material:
-        return material[0]
+    if dominant:
+        return dominant[0]
     return max((m for m in MECHANISMS if m in finite), key=lambda m: finite[m])
 
 
@@ -59,7 +60,7 @@ def describe(f: Found) -> str:
     cost = (f"{_pct(f.loss_share)} of decoders' time overall" if math.isfinite(f.loss_share)
             else "its cost cannot be measured here")
     if f.near_material_line:
-        cost += " (near the 5 % line between minor and material)"
+        cost += f" (near the {100 * MATERIAL_SHARE:g} % line between minor and material)"
     itl = f"; ITL p99 {f.itl_p99_ratio:.1f}x while it acts" if math.isfinite(f.itl_p99_ratio) else ""
     how_often = f" ({_pct(f.active_share)} of decoders' time)" if math.isfinite(f.active_share) else ""
     if f.mechanism is Mechanism.STEP_TIME_SHARING:

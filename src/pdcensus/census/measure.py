@@ -5,7 +5,13 @@ and every moving-block bootstrap replicate at once as matrix products (see
 :mod:`pdcensus.census.bootstrap`). The verdict (:mod:`pdcensus.census.verdict`) holds these
 against its thresholds; what is decided here is which estimate a figure is read from (the
 step-span basis of the inter-token depth, the scrapes an interval's prefill is spread over),
-each named in the basis the evidence prints.
+each named in the basis the evidence prints, and a few yes/no readings the verdict takes as
+given, each against a threshold of its own: whether a preemption burst lines up with a stall
+(``BURST_DIP``, ``BURST_SPIKE``), whether eviction ran uncontrolled (the detector's
+``INFLATION_MARGIN`` and ``TAIL_EFFECT_MARGIN``), whether decode read faster while prompts were
+counted (``FASTER_WHILE_COUNTED``, the contrast note), whether the across-scrapes depth has
+tokens enough (``MIN_FELT_TOKENS``), and which idle scrapes ran no prefill at all
+(``IDLE_FLOOR_TOKENS_PER_SECOND``).
 """
 
 from __future__ import annotations

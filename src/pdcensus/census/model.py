@@ -37,7 +37,7 @@ __all__ = ["SCHEMA", "Mechanism", "Evidence", "Severity", "Signature", "Found", 
 
 
 class SegmentStart(str, Enum):
-    """Why a shape (segment) starts where it starts."""
+    """Why a shape starts where it starts (``Segment``, the JSON's ``segments`` and ``--segment`` name a shape)."""
 
     WINDOW_START = "window-start"
     UP_ZERO = "up-zero"

@@ -20,14 +20,14 @@ one step that emits its first token, never while its chunks run. Read in vLLM 0.
   iteration stats: that histogram is counted at the same instant, so it does not show
   prefill as it runs either.
 
-A 100k-token prompt in 8192-token chunks therefore runs for many polls with the counter
+A 100k-token prompt in 8192-token chunks therefore runs for many scrapes with the counter
 flat, then jumps. :func:`reconstruct` spreads each interval's increase of *computed* prefill
 back over the time it took, at the endpoint's prefill speed measured in the same recording
 (the highest mean rate over any ``SPEED_WINDOW_SECONDS`` window: long enough that one
 prompt's jump is a small part of it). The fill runs backwards in time and one engine shares
 one token budget, so overlapping prefills queue for the same capacity (``S x dt`` per
 interval). The result is an estimate and says what it cannot see: which prefill ran in which
-poll when several overlap, queueing before admission, and preempted re-prefill.
+scrape when several overlap, queueing before admission, and preempted re-prefill.
 """
 
 from __future__ import annotations
@@ -37,14 +37,14 @@ from enum import Enum
 
 import numpy as np
 
-# The window over which the endpoint's prefill speed is measured (seconds, and polls).
+# The window over which the endpoint's prefill speed is measured (seconds, and scrapes).
 SPEED_WINDOW_SECONDS = 60.0
 SPEED_WINDOW_POLLS = 20
 # An interval counts as "the raw counter moved" above this many tokens.
 MOVED_TOKENS = 0.5
 # prefix_cache_queries counted once per prompt: queries / prompt tokens inside this band.
 QUERIES_ONCE = (0.8, 1.25)
-# The measured speed is the engine's own when requests waited in at least this share of polls.
+# The measured speed is the engine's own when requests waited in at least this share of scrapes.
 SATURATED_SHARE = 0.5
 
 
@@ -81,7 +81,7 @@ class PrefillProgress:
     queries_per_prompt: float  # prefix_cache_queries / prompt tokens (1 = each prompt looked up once)
     speed_tokens_per_second: float  # measured prefill speed the spread uses (NaN if none)
     speed_is_lower_bound: bool  # prompts seldom waited: the best window did not keep prefill busy
-    hidden_share: float  # share of reconstructed prefill seconds in polls whose raw counter was flat
+    hidden_share: float  # share of reconstructed prefill seconds in scrapes whose raw counter was flat
     cannot_see: tuple[str, ...]
     hint: str | None
     reprefill_share: float = 0.0  # share of the signal that is estimated re-prefill after preemptions
@@ -96,7 +96,7 @@ def measured_speed(times: np.ndarray, tokens: np.ndarray, window_seconds: float)
     """The highest mean rate of ``tokens`` over any window of ``window_seconds`` (NaN if none).
 
     ``tokens[i]`` is the increase over ``(times[i-1], times[i]]``. A window's rate counts the
-    intervals that end inside it over the time they cover, so a poller stall is one long
+    intervals that end inside it over the time they cover, so a scraper stall is one long
     interval, not a burst.
     """
     tok = np.nan_to_num(tokens)
@@ -234,9 +234,9 @@ def reconstruct(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, *, comple
 
     ``completion_time``: the counter moves when a prefill ends (vLLM V1); otherwise the
     increase per interval is taken as computed in that interval. ``waiting``: the waiting
-    gauge; where requests waited in fewer than ``SATURATED_SHARE`` of the polls, prefill was
+    gauge; where requests waited in fewer than ``SATURATED_SHARE`` of the scrapes, prefill was
     not kept busy and the measured speed is only a lower bound (the spread is then too long,
-    which blurs busy and idle polls together: a contrast drawn from it leans towards 1).
+    which blurs busy and idle scrapes together: a contrast drawn from it leans towards 1).
     ``merged``: see :func:`admission_to_completion`.
     """
     raw = _interval_rate(prompt, dt)
@@ -326,7 +326,7 @@ def _reprefill(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, computed: 
 
 
 def _hidden(tokens: np.ndarray, prompt: np.ndarray) -> float:
-    """Share of reconstructed prefill (tokens, i.e. time at one speed) in polls where the counter was flat."""
+    """Share of reconstructed prefill (tokens, i.e. time at one speed) in scrapes where the counter was flat."""
     moved = np.nan_to_num(prompt) > MOVED_TOKENS
     tok = np.nan_to_num(tokens)
     total = float(tok.sum())

@@ -13,7 +13,7 @@ saying what it changes, so that a reader knows which figures stand on a broken s
 - **counter-dip**: a counter goes down for one scrape and comes back to (or above) where it
   was: not a restart (a restart does not recover its old value). The shape split reads any
   decrease as a restart, so the window is cut there and the census weighs only the part
-  after it (or the segment chosen with ``--segment``).
+  after it (or the shape chosen with ``--segment``).
 """
 
 from __future__ import annotations

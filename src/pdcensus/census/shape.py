@@ -38,7 +38,7 @@ PROOF_PRESENCE_SHARE = 0.5
 
 @dataclass(frozen=True)
 class ShapeSplit:
-    """The shape result plus, per segment, the endpoint row indices it holds."""
+    """The shape result plus, per shape, the endpoint row indices it holds."""
 
     result: ShapeResult
     rows: tuple[np.ndarray, ...]
@@ -200,7 +200,7 @@ def split_shapes(endpoint: Endpoint, families: dict[str, Family]) -> ShapeSplit:
 
 
 def choose_segment(split: ShapeSplit, segment: int | None) -> ShapeResult:
-    """The shape result with ``analysed`` set to the chosen 1-based segment (latest if None)."""
+    """The shape result with ``analysed`` set to the chosen 1-based shape (``--segment``; latest if None)."""
     from pdcensus.errors import UsageError
 
     res = split.result

@@ -4,10 +4,10 @@ A recording's timestamps are trusted only as far as their intervals agree with e
 Two failures were weighed as data before this module existed (issue #25, item 4):
 
 - **a break**: one interval far beyond the median scrape interval (a clock jump, a store
-  outage, a paused poller). Counters continuous across it prove the process lived, not
+  outage, a paused scraper). Counters continuous across it prove the process lived, not
   that the interval is a scrape: a 10 h jump weighed as one interval outweighs the rest
   of the window. :func:`breaks` marks such intervals; the shape split starts a new
-  segment at each, so the census weighs only intervals inside one segment.
+  shape at each, so the census weighs only intervals inside one shape.
 - **a scrape interval no census can read**: a median interval of many minutes (timestamps
   in the wrong unit scaled every interval by 1e3 or 1e6, a 173-day "scrape"). Steps are
   milliseconds; nothing about them survives such a sampling. :func:`check_interval`
@@ -23,9 +23,9 @@ from pdcensus.errors import DataError
 # An interval longer than this many median scrape intervals is a break, not a scrape ...
 BREAK_FACTOR = 10.0
 # ... when it is also longer than this: Prometheus's own lookback delta (5 min, the staleness a
-# series reaches when no sample comes), beyond which PromQL bridges no interval either. A 1 s poller
+# series reaches when no sample comes), beyond which PromQL bridges no interval either. A 1 s scraper
 # that paused 35 s with its counters running on (an InferenceX run, tp8_bs512_offloadoff_s_8) is a
-# missed stretch of scrapes, not a break: splitting there left its latest segment 6 scrapes long.
+# missed stretch of scrapes, not a break: splitting there left its latest shape 6 scrapes long.
 BREAK_MIN_SECONDS = 300.0
 # A median scrape interval above this is refused: the step-level signals do not survive it.
 MAX_SCRAPE_INTERVAL_SECONDS = 600.0
@@ -50,7 +50,7 @@ def breaks(times: np.ndarray, interval: float) -> np.ndarray:
 
 
 def break_reason(gap_seconds: float, interval: float) -> str:
-    """The segment's reason for a break: what was seen, and what the census does with it."""
+    """The shape's reason for a break: what was seen, and what the census does with it."""
     return (f"{BREAK_REASON}: a {_duration(gap_seconds)} interval, {gap_seconds / interval:.0f}x the median "
             f"{interval:g} s scrape (a clock jump or an outage); no interval across it is weighed")
 

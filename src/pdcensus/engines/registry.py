@@ -1,16 +1,23 @@
-"""The engines pdcensus knows, listed once: adding an engine is its module plus one line here.
+"""The engines pdcensus knows, listed once: adding an engine is its module plus its import and entry here.
 
 Each module of :mod:`pdcensus.engines` builds one :class:`~pdcensus.engines.record.EngineRecord`;
 :data:`ENGINES` lists them in the order the catalogue, lint and ``pdcensus knobs`` show them.
 Everything outside the wing asks a record (``record(profile.engine).itl_per_request_mean``)
-instead of comparing an engine's name.
+instead of comparing an engine's name. Each module is imported by its own name, never
+``from pdcensus.engines import ...``, which would read the package's ``__init__`` (it imports
+this registry) and make a circle.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pdcensus.engines import llamacpp, radiance, sglang, tgi, vllm, vllm_0_32
+import pdcensus.engines.llamacpp as llamacpp
+import pdcensus.engines.radiance as radiance
+import pdcensus.engines.sglang as sglang
+import pdcensus.engines.tgi as tgi
+import pdcensus.engines.vllm as vllm
+import pdcensus.engines.vllm_0_32 as vllm_0_32
 from pdcensus.engines.record import EngineRecord, EngineRelease
 from pdcensus.errors import UsageError
 

@@ -145,7 +145,7 @@ async def scrape_interval(client: ApiClient, matchers: str, endpoints: list[Disc
     Per profile, two queries on its running gauge: the samples in the window (``count_over_time``
     on raw samples) and the endpoint's own span (first to last ``timestamp`` seen at 1-minute steps:
     an endpoint may start or stop inside the window). The screen's step must be the scrape interval: at a step longer than the
-    scrapes each step sums several of them (real vLLM polled every second and screened at 15 s
+    scrapes each step sums several of them (real vLLM scraped every second and screened at 15 s
     ranked its runs at Spearman 0.65 against the census, 0.86 at 1 s). Returns the interval in
     whole seconds (None when no endpoint has two samples) and a line saying how it was read.
     """

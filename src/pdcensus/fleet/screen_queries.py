@@ -69,9 +69,9 @@ def _sel(name: str, inner: str, suffix: str = "") -> str:
 
 
 def rate_window(step_seconds: float) -> str:
-    """The counters' rate window: ``RATE_SCRAPES`` query steps (1m at 15 s scrapes, 4s at 1 s polls).
+    """The counters' rate window: ``RATE_SCRAPES`` query steps (1m at 15 s scrapes, 4s at 1 s scrapes).
 
-    The census buckets decode by prefill poll by poll; a fixed 1m window over 1 s polls would
+    The census buckets decode by prefill scrape by scrape; a fixed 1m window over 1 s scrapes would
     average 60 of them and leave no busy/idle contrast to see (real vLLM runs, docs/fleet.md).
     """
     return prometheus_duration(RATE_SCRAPES * step_seconds)
@@ -86,11 +86,11 @@ def counter_rate(name: str, inner: str, *, step_seconds: float, offset_seconds: 
     * at 15 s scrapes and the default 15 s step it is exactly the census's per-scrape increase;
       a 1-minute ``rate()``, as before, spread each prompt over four scrapes (on simulated
       vLLM-named runs the screen read ~0 where the census found 0.21 lost to step-time sharing);
-    * on faster polls it holds every poll of the step (``irate`` alone would look at the last poll
-      only: vLLM moves its prompt counter when a prefill ends, so one poll sees the prefill only in
+    * on faster scrapes it holds every scrape of the step (``irate`` alone would look at the last scrape
+      only: vLLM moves its prompt counter when a prefill ends, so one scrape sees the prefill only in
       the second it ended), and at least ``SMOOTH_SECONDS`` of them (at ``--step 1s`` on 1 s
-      polls, one poll's increase ranked the real runs at Spearman 0.18-0.30 against the census;
-      4 polls' at 0.86);
+      scrapes, one scrape's increase ranked the real runs at Spearman 0.18-0.30 against the census;
+      4 scrapes' at 0.86);
     * Prometheus and VictoriaMetrics compute it alike: each sample is the last one in
       ``rate_window`` (both engines' ``last_over_time``), where ``rate()`` differs between them
       (VictoriaMetrics takes the sample before the window and does not extrapolate) and a bare

@@ -10,7 +10,7 @@ recording's, so that "the busy bucket" is the same prefill range before and afte
 Figures: per-stream decode while prefill is idle and while it runs (the busy buckets pooled),
 their ratio, mean decode and prefill throughput, mean running, and TTFT / ITL quantiles over
 the whole window where the engine exports the histograms (radiance and vLLM do; llama.cpp and
-the InferenceX polls do not: those figures are absent, never invented).
+the InferenceX scrapes do not: those figures are absent, never invented).
 
 Where the engine counts its steps (vLLM 0.32's ``iteration_tokens_total_count``), an interval in
 which no step ended while requests ran is inside one long step, and belongs to the interval that
