@@ -4,7 +4,8 @@ For each recording: the untouched census's mechanism, confidence and that mechan
 with its 90 % interval; then, per draw, every sample of every series (``up`` included; the first
 and last scrape kept) deleted independently with probability ``--share`` (``numpy`` generator
 seeded 0..draws-1), and the census again. A draw is kept when the mechanism is the untouched one
-and its loss lies inside the untouched interval::
+and its loss lies inside the untouched interval (``none`` and ``inconclusive`` have no loss: the
+mechanism alone)::
 
     .venv/bin/python bench/gap_matrix.py --share 0.05 --draws 8 out-sts/metrics.om out-evict/metrics.om ...
 
@@ -57,7 +58,7 @@ def main() -> int:
         kept = confident_other = 0
         for seed in range(opts.draws):
             m, c, got, _ = headline(api.census(without(rec, seed, opts.share), evidence=None))
-            inside = m == mech and low <= got <= high
+            inside = m == mech and (math.isnan(loss) or low <= got <= high)  # none, inconclusive: no loss to hold
             kept += inside
             confident_other += m != mech and c >= 0.7
             print(f"  draw {seed}: {m} {c:.2f}, loss {got:.3f}{'' if inside else '  <- moved'}")
