@@ -32,7 +32,7 @@ from dataclasses import replace
 
 from pdcensus.advice.endpoint_report import EndpointReport, side_evidence_of
 from pdcensus.advice.model import Recommendation, TwinCheck, TwinRow
-from pdcensus.advice.predictions import InterleavePrediction
+from pdcensus.advice.predictions import InterleavePrediction, StepBudgetPrediction
 from pdcensus.errors import DataError, UsageError
 from pdcensus.series.model import Recording
 from pdcensus.whatif.model import BucketPrediction, Spread, WhatIfResult
@@ -46,6 +46,11 @@ TRUST_TWIN = ("per-stream decode: the twin (it runs the engine's scheduler on th
 
 def _first_finite(*values: float) -> float:
     return next((float(v) for v in values if math.isfinite(v)), math.nan)
+
+
+def _ratio(after: float | None, before: float | None) -> float:
+    ok = after is not None and before is not None and math.isfinite(after) and math.isfinite(before) and before > 0
+    return float(after) / float(before) if ok and after is not None and before is not None else math.nan
 
 
 def _scaled(observed: float, before: Spread, after: Spread) -> tuple[float, float, float]:
@@ -62,6 +67,19 @@ def twin_rows(rec: Recommendation, result: WhatIfResult) -> tuple[TwinRow, ...]:
         return ()
     idle, heavy = result.buckets[0], result.buckets[-1]
     p = rec.predicted if isinstance(rec.predicted, InterleavePrediction) else None  # the one the closed form states
+    closed_decode, closed_ttft = math.nan, math.nan
+    if p is not None:
+        closed_decode = _first_finite(p.busy_bucket_per_stream_tokens_per_second_predicted,
+                                      p.per_stream_tokens_per_second_during_prefill)
+        closed_ttft = _first_finite(p.busy_ttft_p90_seconds_replay, p.busy_ttft_p90_seconds_queueing)
+    elif isinstance(rec.predicted, StepBudgetPrediction):
+        # a step budget's closed form states a decoder beside one chunk and the prompt's TTFT stretch, not
+        # the bucket: its ratios applied to the bucket's figures now
+        b = rec.predicted
+        closed_decode = heavy.observed_per_stream_tokens_per_second * _ratio(
+            b.per_stream_tokens_per_second_beside_prefill, b.per_stream_tokens_per_second_beside_prefill_now)
+        stretch = b.prompt_ttft_stretch if b.prompt_ttft_stretch is not None else math.nan
+        closed_ttft = heavy.observed_ttft_p90_seconds * stretch
 
     def row(figure: str, unit: str, b: BucketPrediction, per_stream: bool, closed: float) -> TwinRow:
         if per_stream:
@@ -74,12 +92,9 @@ def twin_rows(rec: Recommendation, result: WhatIfResult) -> tuple[TwinRow, ...]:
         return TwinRow(figure, unit, now, closed, twin, low, high, "twin" if per_stream else "between")
 
     return (
-        row(f"per-stream decode, heaviest bucket ({heavy.bucket})", "tok/s", heavy, True,
-            _first_finite(p.busy_bucket_per_stream_tokens_per_second_predicted,
-                          p.per_stream_tokens_per_second_during_prefill) if p is not None else math.nan),
+        row(f"per-stream decode, heaviest bucket ({heavy.bucket})", "tok/s", heavy, True, closed_decode),
         row("per-stream decode, idle bucket", "tok/s", idle, True, math.nan),
-        row(f"TTFT p90, heaviest bucket ({heavy.bucket})", "s", heavy, False,
-            _first_finite(p.busy_ttft_p90_seconds_replay, p.busy_ttft_p90_seconds_queueing) if p is not None else math.nan),
+        row(f"TTFT p90, heaviest bucket ({heavy.bucket})", "s", heavy, False, closed_ttft),
     )
 
 
