@@ -257,14 +257,9 @@ def _vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np
         rose = np.concatenate([[False], run[1:] > run[:-1]])  # a missing sample at either end: unknown, not a rise
     prompt = increases.get(Signal.PROMPT_TOKENS)
     chunk = rose | (np.nan_to_num(prompt) > 0 if prompt is not None else False)
-    queries_term = LedgerTerm((VLLM_PREFIX_CACHE_QUERIES,))
-    queries = term_increases(endpoint, rows, queries_term)
-    across = None
-    if queries is not None and prompt is not None:
-        merged = term_spanned(endpoint, rows, queries_term)
-        if Signal.PROMPT_TOKENS in spans:
-            merged = spans[Signal.PROMPT_TOKENS] if merged is None else merged | spans[Signal.PROMPT_TOKENS]
-        across = admitted_not_done(queries, prompt, merged)
+    queries = term_increases(endpoint, rows, LedgerTerm((VLLM_PREFIX_CACHE_QUERIES,)))
+    merged = _prompt_or_queries_spanned(endpoint, rows, spans, VLLM_PREFIX_CACHE_QUERIES)
+    across = admitted_not_done(queries, prompt, merged) if queries is not None and prompt is not None else None
     if across is not None:
         chunk = chunk | across
     if prefill is not None:
@@ -278,6 +273,16 @@ def _vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np
     increases[Signal.STEP_SECONDS] = ledger["step_seconds"]
     increases[Signal.STEP_SECONDS_DECODE] = ledger["decode_step_seconds"]
     return steps, chunk, across
+
+
+def _prompt_or_queries_spanned(endpoint: Endpoint, rows: np.ndarray, spans: dict[Signal, np.ndarray],
+                               queries_name: str) -> np.ndarray | None:
+    """Intervals where the prompt count's or the prefix-cache queries' increase is a share of a longer span."""
+    prompt, queries = spans.get(Signal.PROMPT_TOKENS), term_spanned(endpoint, rows, LedgerTerm((queries_name,)))
+    if prompt is None or queries is None:
+        return queries if prompt is None else prompt
+    both: np.ndarray = prompt | queries
+    return both
 
 
 def admitted_not_done(queries: np.ndarray, prompt: np.ndarray, merged: np.ndarray | None = None) -> np.ndarray:
@@ -344,10 +349,8 @@ def _vllm_progress(endpoint: Endpoint, rows: np.ndarray, times: np.ndarray, dt: 
         queries_name = "vllm:gpu_prefix_cache_queries_total"
         hits, queries = (_counter(values, present, by_name, "vllm:gpu_prefix_cache_hits_total", times),
                          _counter(values, present, by_name, queries_name, times))
-    merged = spans.get(Signal.PROMPT_TOKENS)
-    if queries is not None and by_name.get(queries_name):
-        shared = spanned(present[:, by_name[queries_name]])
-        merged = shared if merged is None else merged | shared
+    merged = _prompt_or_queries_spanned(endpoint, rows, spans, queries_name) if queries is not None \
+        else spans.get(Signal.PROMPT_TOKENS)
     return reconstruct(times, dt, prompt, completion_time=True, local_compute=local, hits=hits, queries=queries,
                        request_prefill_seconds=_counter(values, present, by_name,
                                                         "vllm:request_prefill_time_seconds_sum", times),
