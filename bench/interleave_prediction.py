@@ -60,16 +60,18 @@ def main() -> None:
             pair = bucket_pair(before.signals, after.signals)
             numbers = {**_pooled(pair)}
             predicted, observed = interleave_prediction(str(n), before, numbers)
-            load_seen.setdefault(n, []).append(predicted["prefill_load"])
-            formula = predict.interleave_rate(n, predicted["chunk_step_seconds"], predicted["decode_step_seconds"])
+            if predicted is None or observed is None:
+                raise SystemExit(f"{args.scenario} seed {seed}: the before window has no step ledger to predict from")
+            load_seen.setdefault(n, []).append(predicted.prefill_load)
+            formula = predict.interleave_rate(n, predicted.chunk_step_seconds, predicted.decode_step_seconds)
             rows.setdefault(n, []).append((
-                formula, predicted["busy_per_stream_tokens_per_second"],
-                observed["busy_per_stream_tokens_per_second"], predicted["ttft_stretch"], observed["ttft_p90_ratio"],
-                predicted["ttft_p90_ratio_queueing"], predicted["ttft_p90_ratio_replay"]))
+                formula, predicted.busy_per_stream_tokens_per_second,
+                observed.busy_per_stream_tokens_per_second, predicted.ttft_stretch, observed.ttft_p90_ratio,
+                predicted.ttft_p90_ratio_queueing, predicted.ttft_p90_ratio_replay))
             measured = _cost_per_token(after) / _cost_per_token(before)
             diagnosis.setdefault(n, []).append((
                 measured, _replay_at(before, numbers["idle_threshold_tokens_per_second"], measured),
-                observed["ttft_p90_ratio"]))
+                observed.ttft_p90_ratio))
     print(f"scenario {args.scenario}, {args.duration:.0f} s per run, seeds {args.seeds}, "
           f"{time.perf_counter() - started:.0f} s wall")
     print("| N | formula tok/s | bucket prediction tok/s | observed busy tok/s | formula error | bucket error "

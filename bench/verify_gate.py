@@ -45,7 +45,7 @@ def noise_rows(duration: float) -> list[str]:
             after = read_window(simulate(name, duration_seconds=duration, seed=b).recording)
             pair = bucket_pair(before.signals, after.signals)
             cs = gate.compare_arm(before.signals, after.signals, pair.before_index, pair.after_index,
-                                  tuple(r.bucket for r in pair.before.rows), {}, float("nan"))
+                                  tuple(r.bucket for r in pair.before.rows), None, float("nan"))
             undecided = sum(c.status is CompareStatus.UNDECIDED for c in cs)
             alarms = [gate.describe(c) for c in cs if c.status in (CompareStatus.COST, CompareStatus.OFF)]
             rows.append(f"| {name} | {a} -> {b} | {len(cs) - undecided} | {undecided} | "

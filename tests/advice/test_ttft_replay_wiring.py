@@ -69,8 +69,9 @@ def test_every_report_format_shows_the_replay_column(recording: Recording) -> No
 
 def test_verify_arm_predicts_the_replayed_ratio_from_the_before_window(recording: Recording) -> None:
     verdict = verify_arm(recording, step_time_sharing(2, seed=2), "--prefill-interleave", "2")
-    ratio = verdict.predicted["ttft_p90_ratio_replay"]
-    assert ratio >= verdict.predicted["ttft_stretch"] * (1 - 1e-9)
+    assert verdict.predicted is not None
+    ratio = verdict.predicted.ttft_p90_ratio_replay
+    assert ratio >= verdict.predicted.ttft_stretch * (1 - 1e-9)
     assert verdict.to_dict()["predicted"]["replay_busy_intervals"] >= 8
 
 
@@ -87,9 +88,10 @@ def test_on_the_simulator_the_replay_is_closer_than_m_m_1_to_the_observed_ttft_p
                "busy_per_stream_after": busy_a.per_stream_tokens_per_second,
                "ttft_p90_ratio": busy_a.ttft_p90_seconds / busy_b.ttft_p90_seconds}
     predicted, observed = interleave_prediction("2", before, numbers)
-    seen = observed["ttft_p90_ratio"]
-    replay, queueing = predicted["ttft_p90_ratio_replay"], predicted["ttft_p90_ratio_queueing"]
-    assert queueing == pytest.approx(predict.queued_ttft_ratio(2, 0, predicted["prefill_load"],
-                                                                predicted["chunk_step_seconds"],
-                                                                predicted["decode_step_seconds"]))
+    assert predicted is not None and observed is not None
+    seen = observed.ttft_p90_ratio
+    replay, queueing = predicted.ttft_p90_ratio_replay, predicted.ttft_p90_ratio_queueing
+    assert queueing == pytest.approx(predict.queued_ttft_ratio(2, 0, predicted.prefill_load,
+                                                                predicted.chunk_step_seconds,
+                                                                predicted.decode_step_seconds))
     assert abs(math.log(replay / seen)) < abs(math.log(queueing / seen))

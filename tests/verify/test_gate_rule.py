@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import json
 import math
+from dataclasses import fields
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from pdcensus.report.terminal_advice import render_arm
 from pdcensus.series.profiles import Signal, get_profile
 from pdcensus.verify import gate
 from pdcensus.verify.arm_args import ARM_EXIT_CODES
-from pdcensus.verify.model import ArmOutcome, ArmVerdict, Comparison, CompareStatus
+from pdcensus.verify.model import ArmOutcome, ArmPrediction, ArmVerdict, Comparison, CompareStatus
 
 BOUNDS = np.append(np.geomspace(0.01, 200.0, 500), np.inf)  # a fine grid: the histogram resolves ~2 %
 TOL = 0.25
@@ -41,6 +42,11 @@ def _window(seed: int, median: float, sigma: float, scrapes: int, per_scrape: in
     return _signals([median * np.exp(sigma * rng.standard_normal(per_scrape)) for _ in range(scrapes)])
 
 
+def _ttft_only(ratio: float) -> ArmPrediction:
+    """A prediction of the busy TTFT p90 ratio alone (every other figure undefined)."""
+    return ArmPrediction(**{**{f.name: math.nan for f in fields(ArmPrediction)}, "ttft_p90_ratio_replay": ratio})
+
+
 def _compare(after_median: float, predicted: float | None, sigma: float = 0.05, scrapes: int = 120,
              per_scrape: int = 20) -> dict[str, Comparison]:
     """Before at 1 s, after at ``after_median``; every scrape in the one busy bucket."""
@@ -48,7 +54,7 @@ def _compare(after_median: float, predicted: float | None, sigma: float = 0.05, 
     a = _window(2, after_median, sigma, scrapes, per_scrape)
     index = np.ones(scrapes, dtype=np.int64)
     cs = gate.compare_arm(b, a, index, index, ("idle", "busy-1"),
-                          {} if predicted is None else {"ttft_p90_ratio_replay": predicted}, math.nan, TOL)
+                          None if predicted is None else _ttft_only(predicted), math.nan, TOL)
     return {f"{c.bucket} {c.quantity}": c for c in cs}
 
 
@@ -102,7 +108,7 @@ def test_the_band_is_two_sided_around_a_prediction_and_one_sided_for_a_rise() ->
 
 
 def _verdict(comparisons: tuple[Comparison, ...], outcome: ArmOutcome, reason: str) -> ArmVerdict:
-    return ArmVerdict("--prefill-interleave", "2", outcome, None, reason, (), {}, {}, TOL, comparisons)
+    return ArmVerdict("--prefill-interleave", "2", outcome, None, reason, (), None, None, TOL, comparisons)
 
 
 def test_every_view_states_the_same_band() -> None:

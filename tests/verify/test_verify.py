@@ -35,7 +35,7 @@ def test_flag_in_argv_counter_moving_and_faster_busy_bucket_is_engaged(before: R
     assert rate.status is CompareStatus.WITHIN
     counter = verdict.step("counter")
     assert counter is not None and counter.numbers["held_per_chunk_step"] == pytest.approx(2.0)
-    assert verdict.observed["prediction_error"] == pytest.approx(0.0, abs=0.10)
+    assert verdict.observed is not None and verdict.observed.prediction_error == pytest.approx(0.0, abs=0.10)
 
 
 def test_a_1_0_13_build_with_the_flag_in_argv_is_not_engaged_at_the_counter(before: Recording) -> None:

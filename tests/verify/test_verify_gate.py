@@ -151,7 +151,7 @@ def test_two_days_of_the_same_flags_pass_the_gate(runs: dict[str, Path], tmp_pat
     b, a = read_window(load_source(runs["sts"])), read_window(load_source(other))
     pair = bucket_pair(b.signals, a.signals)
     comparisons = gate.compare_arm(b.signals, a.signals, pair.before_index, pair.after_index,
-                                   tuple(r.bucket for r in pair.before.rows), {}, float("nan"))
+                                   tuple(r.bucket for r in pair.before.rows), None, float("nan"))
     assert len(comparisons) >= 10
     assert not [c for c in comparisons if c.status in (CompareStatus.COST, CompareStatus.OFF)]
     assert np.isfinite([c.ratio for c in comparisons if c.status is CompareStatus.WITHIN]).all()

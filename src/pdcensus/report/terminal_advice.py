@@ -80,10 +80,10 @@ def render_arm(verdict: ArmVerdict, console: Console) -> None:
         steps.add_row(step.name, step.status.value, literal(step.detail))
     console.print(steps)
     p = verdict.predicted
-    if p:
-        console.print(Text(f"prediction from the before window's ledger: chunk step {p['chunk_step_seconds']:.3f} s, "
-                           f"decode-only step {p['decode_step_seconds']:.4f} s, held steps per chunk step "
-                           f"{p['interleave']:.0f}"))
+    if p is not None:
+        console.print(Text(f"prediction from the before window's ledger: chunk step {p.chunk_step_seconds:.3f} s, "
+                           f"decode-only step {p.decode_step_seconds:.4f} s, held steps per chunk step "
+                           f"{p.interleave:.0f}"))
     if not verdict.comparisons:
         return
     tol = verdict.tolerance

@@ -33,7 +33,7 @@ from pdcensus.series.model import Recording
 from pdcensus.series.profiles import Signal
 from pdcensus.verify import engaged, gate
 from pdcensus.verify.arm_args import DEFAULT_TOLERANCE
-from pdcensus.verify.model import ArmOutcome, ArmStep, ArmVerdict, StepStatus
+from pdcensus.verify.model import ArmObservation, ArmOutcome, ArmPrediction, ArmStep, ArmVerdict, StepStatus
 
 MIN_BUSY_SAMPLES = 8  # per window, busy scrapes with a per-stream rate
 MIN_CHANGE = 0.10  # a per-stream rate or TTFT must move by this share to count
@@ -226,27 +226,27 @@ def replay_prediction(interleave: int, current: int, before: Window,
 
 
 def interleave_prediction(value: str | None, before: Window, numbers: dict[str, float],
-                          current: int = 0) -> tuple[dict[str, float], dict[str, float]]:
-    """The before window's prediction for N beside what the after window measured."""
+                          current: int = 0) -> tuple[ArmPrediction | None, ArmObservation | None]:
+    """The before window's prediction for N beside what the after window measured (None: no N or no ledger)."""
     ledger = before.report.ledger
     if value is None or not value.isdigit() or not ledger.available:
-        return {}, {}
+        return None, None
     n = int(value)
     c, d = ledger.chunk_step_seconds, ledger.decode_step_seconds
     saturated = predict.saturated_share(numbers["busy_per_stream_before"], current, c, d)
-    predicted = {"interleave": float(n), "beside_prefill_per_stream_tokens_per_second": predict.interleave_rate(n, c, d),
-                 "busy_bucket_saturated_share": saturated,
-                 "busy_per_stream_tokens_per_second": predict.busy_bucket_rate(n, saturated, c, d),
-                 "ttft_stretch": (c + n * d) / c, "chunk_step_seconds": c, "decode_step_seconds": d,
-                 "ttft_p90_ratio_queueing": predict.queued_ttft_ratio(n, current, ledger.chunk_share_of_step_time,
-                                                                      c, d),
-                 "prefill_load": ledger.chunk_share_of_step_time}
     replay = replay_prediction(n, current, before, numbers.get("idle_threshold_tokens_per_second", math.nan))
-    predicted["ttft_p90_ratio_replay"] = replay.ratio if replay.ratio is not None else math.nan
-    predicted["replay_busy_intervals"] = float(replay.selected_intervals)
+    predicted = ArmPrediction(
+        interleave=float(n), beside_prefill_per_stream_tokens_per_second=predict.interleave_rate(n, c, d),
+        busy_bucket_saturated_share=saturated,
+        busy_per_stream_tokens_per_second=predict.busy_bucket_rate(n, saturated, c, d),
+        ttft_stretch=(c + n * d) / c, chunk_step_seconds=c, decode_step_seconds=d,
+        ttft_p90_ratio_queueing=predict.queued_ttft_ratio(n, current, ledger.chunk_share_of_step_time, c, d),
+        prefill_load=ledger.chunk_share_of_step_time,
+        ttft_p90_ratio_replay=replay.ratio if replay.ratio is not None else math.nan,
+        replay_busy_intervals=float(replay.selected_intervals))
     after_busy = numbers["busy_per_stream_after"]
-    observed = {"busy_per_stream_tokens_per_second": after_busy, "ttft_p90_ratio": numbers["ttft_p90_ratio"],
-                "prediction_error": after_busy / predicted["busy_per_stream_tokens_per_second"] - 1}
+    observed = ArmObservation(busy_per_stream_tokens_per_second=after_busy, ttft_p90_ratio=numbers["ttft_p90_ratio"],
+                              prediction_error=after_busy / predicted.busy_per_stream_tokens_per_second - 1)
     return predicted, observed
 
 
@@ -272,8 +272,8 @@ def verify_arm(before: Recording, after: Recording, flag: str, value: str | None
     pair = engaged.judge_pair(knob, pair, w_before.signals, w_after.signals,  # per dial (pdcensus.verify.engaged)
                               (w_before.report.ledger.chunk_step_seconds, w_after.report.ledger.chunk_step_seconds))
     steps.append(pair)
-    predicted: dict[str, float] = {}
-    observed: dict[str, float] = {}
+    predicted: ArmPrediction | None = None
+    observed: ArmObservation | None = None
     if knob.flag == "--prefill-interleave" and "busy_per_stream_after" in pair.numbers:
         current = int(before_flags.get(knob.flag, "0")) if before_flags.get(knob.flag, "0").isdigit() else 0
         predicted, observed = interleave_prediction(value, w_before, dict(pair.numbers), current)

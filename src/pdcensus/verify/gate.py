@@ -45,7 +45,7 @@ from pdcensus.census.buckets import per_stream_rate
 from pdcensus.census.signals import Histogram, ShapeSignals
 from pdcensus.series.profiles import Signal
 from pdcensus.verify.arm_args import DEFAULT_TOLERANCE
-from pdcensus.verify.model import ArmOutcome, Comparison, CompareStatus
+from pdcensus.verify.model import ArmOutcome, ArmPrediction, Comparison, CompareStatus
 
 FAMILY_ALPHA = 0.10  # the whole gate's false-alarm share on noise, split over its comparisons
 REPLICATES = 2000  # enough for a tail quantile of 0.10 / (2 x 20 comparisons) = 0.25 %
@@ -259,22 +259,20 @@ def _rate_pending(before_value: float, after: Side, busy: np.ndarray, predicted_
 
 
 def compare_arm(before: ShapeSignals, after: ShapeSignals, before_index: np.ndarray, after_index: np.ndarray,
-                labels: Sequence[str], predicted: dict[str, float], busy_rate_before: float,
+                labels: Sequence[str], predicted: ArmPrediction | None, busy_rate_before: float,
                 tolerance: float = DEFAULT_TOLERANCE) -> tuple[Comparison, ...]:
     """Every comparison of the gate: the predictions first (rate, pooled TTFT p90), then each bucket's latencies.
 
     ``predicted`` is the before window's prediction for the arm (``arm.interleave_prediction``;
-    empty for a knob with no numeric prediction: then every latency is allowed no rise).
+    None for a knob with no numeric prediction: then every latency is allowed no rise).
     """
     b, a = side(before, before_index), side(after, after_index, seed=bootstrap.SEED + 1)
     pending: list[Pending] = []
-    rate = predicted.get("busy_per_stream_tokens_per_second", math.nan)
+    rate = predicted.busy_per_stream_tokens_per_second if predicted is not None else math.nan
     if math.isfinite(rate) and math.isfinite(busy_rate_before) and busy_rate_before > 0:
         why = "busy bucket mix under N, from the before ledger (advice.predict.busy_bucket_rate)"
         pending.append(_rate_pending(busy_rate_before, a, after_index > 0, rate, why))
-    ttft, basis = predicted.get("ttft_p90_ratio_replay", math.nan), "replay of the before window's prefill trace"
-    if not math.isfinite(ttft):
-        ttft, basis = predicted.get("ttft_p90_ratio_queueing", math.nan), "M/M/1 on the before window's prefill load"
+    ttft, basis = predicted.gate_ttft_ratio() if predicted is not None else (math.nan, "")
     hb, ha = before.histograms.get(Signal.TTFT), after.histograms.get(Signal.TTFT)
     if math.isfinite(ttft) and hb is not None and ha is not None:
         qa = _quantiles(ha, (after_index > 0).astype(float), a.weights, 0.9)

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from pdcensus.advice.model import json_safe
+from pdcensus.advice.predictions import Prediction
 
 
 class ArmOutcome(str, Enum):
@@ -102,6 +103,45 @@ class Comparison:
 
 
 @dataclass(frozen=True)
+class ArmPrediction(Prediction):
+    """The before window's prediction for ``--prefill-interleave N`` (:func:`pdcensus.verify.arm.interleave_prediction`).
+
+    From the before window's step ledger (chunk and decode-only step), its busy bucket and the
+    replay of its prefill trace. The gate holds the busy bucket's per-stream rate to
+    ``busy_per_stream_tokens_per_second`` and the busy TTFT p90 to ``ttft_p90_ratio_replay``
+    (``ttft_p90_ratio_queueing`` where the replay had no busy interval to select: NaN then).
+    Field order is the JSON's key order.
+    """
+
+    interleave: float
+    beside_prefill_per_stream_tokens_per_second: float
+    busy_bucket_saturated_share: float
+    busy_per_stream_tokens_per_second: float
+    ttft_stretch: float
+    chunk_step_seconds: float
+    decode_step_seconds: float
+    ttft_p90_ratio_queueing: float
+    prefill_load: float
+    ttft_p90_ratio_replay: float
+    replay_busy_intervals: float
+
+    def gate_ttft_ratio(self) -> tuple[float, str]:
+        """The busy TTFT p90 ratio the gate holds the after window to, and what it came from."""
+        if math.isfinite(self.ttft_p90_ratio_replay):
+            return self.ttft_p90_ratio_replay, "replay of the before window's prefill trace"
+        return self.ttft_p90_ratio_queueing, "M/M/1 on the before window's prefill load"
+
+
+@dataclass(frozen=True)
+class ArmObservation(Prediction):
+    """What the after window measured against :class:`ArmPrediction` (same order as the JSON's keys)."""
+
+    busy_per_stream_tokens_per_second: float
+    ttft_p90_ratio: float
+    prediction_error: float  # observed / predicted busy per-stream rate - 1
+
+
+@dataclass(frozen=True)
 class ArmVerdict:
     """``verify-arm``'s answer: the outcome, the step that failed and every step's evidence."""
 
@@ -111,8 +151,8 @@ class ArmVerdict:
     failed_step: str | None
     reason: str
     steps: tuple[ArmStep, ...]
-    predicted: Mapping[str, float] = field(default_factory=dict)
-    observed: Mapping[str, float] = field(default_factory=dict)
+    predicted: ArmPrediction | None = None  # None: the knob has no numeric prediction (every latency: no rise)
+    observed: ArmObservation | None = None
     tolerance: float = math.nan  # the gate's relative tolerance around each prediction
     comparisons: tuple[Comparison, ...] = ()
 
@@ -128,8 +168,8 @@ class ArmVerdict:
             "failed_step": self.failed_step,
             "reason": self.reason,
             "steps": [s.to_dict() for s in self.steps],
-            "predicted": json_safe(self.predicted),
-            "observed": json_safe(self.observed),
+            "predicted": json_safe(self.predicted.to_dict() if self.predicted else {}),
+            "observed": json_safe(self.observed.to_dict() if self.observed else {}),
             "tolerance": json_safe(self.tolerance),
             "comparisons": [c.to_dict() for c in self.comparisons],
         }
