@@ -126,3 +126,66 @@ def test_the_release_in_force_is_the_last_listed_and_every_reader_takes_it() -> 
         newest_release("sglang")
     default = vllm.deployed_value("--max-num-batched-tokens", {}, None)
     assert default is not None and default.is_default and int(default.value) == vllm.assumed_budget
+
+
+_NEW_RELEASE = '''"""A later vLLM release for the wing's test: the step budget's default differs, one flag more is refused."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+
+import pdcensus.engines.vllm_0_32 as before
+from pdcensus.engines.record import DeployedValue
+
+
+def deployed_value(flag: str, deployed: Mapping[str, str], labels: Mapping[str, str] | None = None,
+                   ) -> DeployedValue | None:
+    if flag == "--max-num-batched-tokens" and flag not in deployed:
+        return DeployedValue(flag, "3072", "default", "vLLM 9.99 default")
+    return before.deployed_value(flag, deployed, labels)
+
+
+RELEASE = replace(before.RELEASE, version="9.99.0", deployed_value=deployed_value, assumed_budget=3072,
+                  twin_refused={**before.RELEASE.twin_refused, "--made-up-flag": "new in 9.99"})
+'''
+
+_READERS = '''
+import json
+from pdcensus.engines import newest_release, release
+from pdcensus.lint.vllm import VLLM_DATA
+from pdcensus.whatif.vllm_knobs import REFUSED
+r = newest_release("vllm")
+d = release("vllm").deployed_value("--max-num-batched-tokens", {}, None)
+print(json.dumps({"version": r.version, "lint": VLLM_DATA == r.flags_file, "whatif": sorted(REFUSED),
+                  "advice_default": d.value}))
+'''
+
+
+def test_a_new_release_is_one_module_and_one_registry_entry(tmp_path: Path) -> None:
+    """In a copy of the source, a new vLLM release is its module plus its import and entry in the registry:
+    lint, the what-if and the advice then read it, with no other file touched."""
+    import json
+    import shutil
+    import subprocess
+    import sys
+
+    src = tmp_path / "src"
+    shutil.copytree(SRC, src / "pdcensus", ignore=shutil.ignore_patterns("__pycache__"))
+    (src / "pdcensus" / "engines" / "vllm_9_99.py").write_text(_NEW_RELEASE)
+    registry = src / "pdcensus" / "engines" / "registry.py"
+    text = registry.read_text()
+    text = text.replace("import pdcensus.engines.vllm_0_32 as vllm_0_32\n",
+                        "import pdcensus.engines.vllm_0_32 as vllm_0_32\nimport pdcensus.engines.vllm_9_99 as vllm_9_99\n")
+    text = text.replace("    vllm_0_32.RELEASE,\n", "    vllm_0_32.RELEASE,\n    vllm_9_99.RELEASE,\n")
+    registry.write_text(text)
+    changed = sorted(str(p.relative_to(src)) for p in (src / "pdcensus").rglob("*.py")
+                     if not (SRC / p.relative_to(src / "pdcensus")).exists()
+                     or (SRC / p.relative_to(src / "pdcensus")).read_text() != p.read_text())
+    assert changed == ["pdcensus/engines/registry.py", "pdcensus/engines/vllm_9_99.py"]
+    out = subprocess.run([sys.executable, "-c", _READERS], env={"PYTHONPATH": str(src), "PATH": "/usr/bin:/bin"},
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    got = json.loads(out)
+    assert got["version"] == "9.99.0" and got["lint"] is True
+    assert "--made-up-flag" in got["whatif"]
+    assert got["advice_default"] == "3072"
