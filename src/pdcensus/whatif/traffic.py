@@ -73,9 +73,8 @@ SHORT_QUANTILE_Z = 1.2816  # the standard normal's 90th percentile: the 10th per
 SHORTS_SPREAD = math.exp(SHORT_QUANTILE_Z * PROMPT_SIGMA + PROMPT_SIGMA ** 2 / 2)
 SHORT_QUANTILE = 0.10
 LONG_FACTOR = 3.0  # a block's work per request above this many typical prompts carries long prompt(s)
-# a prompt starts when the work passes this share of a mean prompt beyond the previous ones' (a
-# prompt a few tokens longer than the mean would otherwise count as two)
-CROSS_TOLERANCE = 0.05
+# a prompt starts when the work passes this share of a mean prompt beyond the previous ones'
+CROSS_TOLERANCE = 0.05  # (a prompt a few tokens longer than the mean would otherwise count as two)
 CANDIDATE_DRAWS = 256  # draws of a block's lengths from the histograms at most; the closest to its prompt work is kept
 CLOSE_ENOUGH = 0.05  # ... or the first within 5 % of it
 RESTART_PROMPT_TOKENS = 16  # a decoding stream's next request: a short prompt
