@@ -162,7 +162,7 @@ def collect(
     process_name: Annotated[Optional[str], typer.Option("--process-name", help="Find the engine's pid by name.")] = None,
     url: Annotated[str, typer.Option("--url", help="The endpoint's base URL (/stats, /diagnostics, /metrics).")] = "http://127.0.0.1:7770",
     log_cmd: Annotated[Optional[str], typer.Option("--log-cmd", help="Command printing the engine's log, run without a shell as you, e.g. 'podman logs SVC'.")] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for each HTTP answer.")] = 10.0,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds for each HTTP item, its redirects and Retry-After waits included.")] = 10.0,
     skip: Annotated[Optional[list[str]], typer.Option("--skip", help="An HTTP item not to ask for (stats, diagnostics or metrics; repeatable), e.g. on an engine that serves no /stats.")] = None,
 ) -> None:
     """Collect the evidence the runbook reads on the endpoint's host into one .tar.gz bundle.

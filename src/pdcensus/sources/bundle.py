@@ -6,6 +6,8 @@ the flag reaching argv (``/proc/PID/cmdline``). ``collect_bundle`` gathers those
 ``/metrics`` scrape, into a ``.tar.gz`` with a ``manifest.json`` saying what was collected
 and what failed and why (a failed item never stops the others). ``read_bundle`` reads it
 back (or a simulator output directory, which uses the same file names) for the census.
+An HTTP item follows redirects within the ``--url``'s origin only and waits out a
+``Retry-After`` that fits its ``--timeout`` (:mod:`pdcensus.sources.http_hops`).
 
 The log command is split with shlex and run WITHOUT a shell as the invoking user. A
 leading ``sudo`` (or doas/su/pkexec/run0) is refused: rootless container logs belong to
@@ -33,6 +35,8 @@ from typing import Any
 import httpx
 
 from pdcensus.errors import DataError, UsageError
+from pdcensus.sources.http_hops import RETRY_AFTER_STATUSES, RedirectRefused, display_url, next_hop
+from pdcensus.sources.http_hops import retry_after_seconds, said_retry_after
 from pdcensus.sources.limits import DEFAULT_MAX_SCRAPE, MAX_SCRAPE_ENV, capped_chunks, load_json, max_scrape_bytes
 
 SCHEMA = "pdcensus/bundle/v1"
@@ -49,6 +53,7 @@ ALLOWED_MEMBERS = frozenset({MANIFEST, *FILES.values()})
 PRIVILEGE_COMMANDS = frozenset({"sudo", "doas", "su", "pkexec", "run0"})
 MAX_ITEM_BYTES = DEFAULT_MAX_SCRAPE  # the head of a boot log kept; HTTP items: limits.max_scrape_bytes
 LOG_TIMEOUT_SECONDS = 60.0
+HTTP_TRIES = 4  # an item asked again after a Retry-After, at most this many times in all
 
 
 @dataclass(frozen=True)
@@ -149,25 +154,19 @@ def _read_argv(pid: int) -> tuple[ItemResult, bytes]:
 def _http_item(client: httpx.Client, name: str, url: str, want_json: bool, timeout_seconds: float
                ) -> tuple[ItemResult, bytes]:
     """GET one item within ``timeout_seconds`` for the whole answer, refused past the scrape cap."""
-    cap = max_scrape_bytes()
-    deadline = time.monotonic() + timeout_seconds
     late = ItemResult(name, False, url, error=f"no complete answer within {timeout_seconds:g}s", unreachable=True)
     try:
-        with client.stream("GET", url) as resp:
-            if resp.status_code != 200:
-                return ItemResult(name, False, url, error=f"HTTP {resp.status_code} {resp.reason_phrase}"), b""
-            parts: list[bytes] = []
-            for chunk in capped_chunks(resp.iter_bytes(), cap, "the answer", MAX_SCRAPE_ENV):
-                if time.monotonic() > deadline:  # a trickle: each read is in time, the whole is not
-                    return late, b""
-                parts.append(chunk)
+        body, error, note = _get(client, httpx.URL(url), time.monotonic() + timeout_seconds, timeout_seconds)
+    except RedirectRefused as refused:
+        return ItemResult(name, False, url, error=f"{refused}; give the URL the endpoint answers at as --url"), b""
     except httpx.TimeoutException:
         return late, b""
     except httpx.TransportError as exc:
         return ItemResult(name, False, url, error=f"{type(exc).__name__}: {exc}", unreachable=True), b""
     except DataError as exc:
         return ItemResult(name, False, url, error=str(exc)), b""
-    body = b"".join(parts)
+    if body is None:
+        return (ItemResult(name, False, url, error=error) if error else late), b""
     if want_json:
         try:
             json.loads(body)
@@ -175,7 +174,62 @@ def _http_item(client: httpx.Client, name: str, url: str, want_json: bool, timeo
             return ItemResult(name, False, url, error=f"not JSON: {exc}"), b""
         except RecursionError:
             return ItemResult(name, False, url, error="not JSON pdcensus reads: nested too deep"), b""
-    return ItemResult(name, True, url, FILES[name], len(body)), body
+    return ItemResult(name, True, url, FILES[name], len(body), note=note), body
+
+
+def _get(client: httpx.Client, base: httpx.URL, deadline: float, timeout_seconds: float
+         ) -> tuple[bytes | None, str, str]:
+    """``(body, '', how it came)``, or ``(None, why not, '')``; ``(None, '', '')`` when the deadline passed.
+
+    The deadline covers the redirects (same origin only) and any ``Retry-After`` waited out
+    (:mod:`pdcensus.sources.http_hops`); a wait past it fails the item at once, naming it.
+    """
+    target, hops, tries, notes = base, 0, 0, list[str]()
+    while (left := deadline - time.monotonic()) > 0:
+        wait, why = None, ""
+        with client.stream("GET", target, timeout=left) as resp:
+            tries += 1
+            after = next_hop(base, target, resp.status_code, resp.reason_phrase, resp.headers.get("Location"), hops + 1)
+            if after is None and resp.status_code == 200:
+                parts: list[bytes] = []
+                for chunk in capped_chunks(resp.iter_bytes(), max_scrape_bytes(), "the answer", MAX_SCRAPE_ENV):
+                    if time.monotonic() > deadline:  # a trickle: each read is in time, the whole is not
+                        return None, "", ""
+                    parts.append(chunk)
+                return b"".join(parts), "", "; ".join(notes)
+            if after is None:
+                wait, why = _retry_after(resp, tries, deadline, timeout_seconds)
+        if after is not None:
+            hops, target = hops + 1, after
+            notes.append(f"redirected to {display_url(str(after))}")
+        elif wait is None:
+            return None, why, ""
+        else:
+            notes.append(f"waited: {why}")
+            time.sleep(wait)
+    return None, "", ""
+
+
+def _retry_after(resp: httpx.Response, tries: int, deadline: float, timeout_seconds: float
+                 ) -> tuple[float | None, str]:
+    """``(seconds to wait, what the answer said)`` for an answer not 200; no wait: the item fails.
+
+    Only a 429/503 with a readable ``Retry-After`` that ends before the deadline is asked again.
+    """
+    why = f"HTTP {resp.status_code} {resp.reason_phrase}"
+    said = resp.headers.get("Retry-After")
+    asked = retry_after_seconds(said, time.time()) if resp.status_code in RETRY_AFTER_STATUSES else None
+    if asked is None:
+        return None, why
+    why = f"{why}, with {said_retry_after(said, asked)}"
+    attempts = f"{tries} attempt{'s' if tries != 1 else ''}"
+    left = deadline - time.monotonic()
+    if asked >= left:
+        return None, (f"{why}, past the {max(0.0, left):.1f}s left of the --timeout of {timeout_seconds:g}s; "
+                      f"not retried (after {attempts})")
+    if tries >= HTTP_TRIES:
+        return None, f"{why}, still after {attempts}"
+    return asked, why
 
 
 def _run_log_command(argv: list[str]) -> tuple[ItemResult, bytes]:

@@ -40,12 +40,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import urlsplit
 
 import httpx
 
 from pdcensus.errors import CensusError, DataError, SourceUnreachableError, UsageError
-from pdcensus.sources.http_hops import REDIRECT_STATUSES, redirect_refusal, retry_after_seconds
+from pdcensus.sources.http_hops import RedirectRefused, next_hop, retry_after_seconds, said_retry_after
+from pdcensus.sources.http_hops import display_url as display_url  # where the other modules import it from
 from pdcensus.sources.limits import MAX_BODY_ENV, deadline_left, max_body_bytes, read_capped
 from pdcensus.sources.prometheus_shapes import api_error_suffix, api_error_type, check_data, notes
 
@@ -160,16 +161,6 @@ def ssl_verify(auth: AuthConfig) -> ssl.SSLContext | bool:
     return ctx
 
 
-def display_url(url: str) -> str:
-    """The URL without userinfo and query string: safe to print."""
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    if ":" in host:
-        host = f"[{host}]"
-    netloc = host + (f":{parts.port}" if parts.port else "")
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
-
-
 def check_base_url(base_url: str) -> str:
     """Validate a server URL (scheme, host, no inline credentials); strip a trailing '/'."""
     parts = urlsplit(base_url)
@@ -277,11 +268,10 @@ class ApiClient:
                 last = f"HTTP {answer.status_code} {answer.reason_phrase}{api_error_suffix(answer.content)}"
                 asked = retry_after_seconds(answer.retry_after, time.time())
                 if asked is not None and began is not None and asked >= self._budget(began):
-                    said = (answer.retry_after or "").strip()[:40]
                     tries = f"after {attempts} attempt{'s' if attempts != 1 else ''}"
                     raise self._fail(SourceUnreachableError,
-                                     f"cannot reach {url}: {last}, with Retry-After {said!r} ({asked:g}s), past the "
-                                     f"{self._budget_name(began)}; not retried ({tries})")
+                                     f"cannot reach {url}: {last}, with {said_retry_after(answer.retry_after, asked)}, "
+                                     f"past the {self._budget_name(began)}; not retried ({tries})")
                 continue
             return self._decode(url, answer, path)
         overall = deadline_left()
@@ -316,24 +306,18 @@ class ApiClient:
         for hop in itertools.count(1):
             resp = await self._client.send(request, stream=True)
             try:
-                location = resp.headers.get("Location")
-                if resp.status_code not in REDIRECT_STATUSES or location is None:
+                target = next_hop(base, request.url, resp.status_code, resp.reason_phrase,
+                                  resp.headers.get("Location"), hop)
+                if target is None:
                     body = await read_capped(resp.aiter_bytes(), self.max_body_bytes, f"{url}: the answer",
                                              MAX_BODY_ENV)
                     return _Answer(resp.status_code, resp.reason_phrase, body, resp.headers.get("Retry-After"),
                                    redirected)
+            except RedirectRefused as refused:
+                raise self._fail(SourceUnreachableError,
+                                 f"{url}: {refused}; give the URL the API answers at as --prometheus") from None
             finally:
                 await resp.aclose()
-            try:
-                target = request.url.join(location)
-            except httpx.InvalidURL:
-                target = httpx.URL()
-            why = redirect_refusal(base, target, hop) if target.host else "its Location is not a URL"
-            if why:
-                where = display_url(str(target)) if target.host else repr(location[:200])
-                raise self._fail(SourceUnreachableError,
-                                 f"{url}: HTTP {resp.status_code} {resp.reason_phrase}: a redirect to {where}, "
-                                 f"not followed ({why}); give the URL the API answers at as --prometheus")
             redirected = display_url(str(target))
             request = self._request(target, params, post)
         raise AssertionError("unreachable")  # itertools.count never ends; the loop returns or raises

@@ -8,6 +8,12 @@ kill -9 or a power cut never damages what was already written, and running the s
 command again resumes the file. A full disk (ENOSPC, EDQUOT, or EFBIG from a file-size
 limit) cuts the half-written block off again and stops with a one-line error; the file
 still loads. ``load_record_journal`` reads the file, finished or in progress.
+
+A redirect is followed only within the target's origin and a ``Retry-After`` on a 429/503
+holds that target's next scrape back, by the rule every HTTP reader here shares
+(:mod:`pdcensus.sources.http_hops`): a scrape that reads another server's data under this
+target's ``instance``, or one that hammers a server that asked for a pause, is worse than a
+failed scrape that says why.
 """
 
 from __future__ import annotations
@@ -15,10 +21,12 @@ from __future__ import annotations
 import asyncio
 import errno
 import fcntl
+import itertools
+import math
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 from urllib.parse import urlsplit, urlunsplit
@@ -26,6 +34,14 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from pdcensus.errors import CensusError, DataError, RecordWriteError, UsageError
+from pdcensus.sources.http_hops import (
+    MAX_SCRAPE_PAUSE_SECONDS,
+    RETRY_AFTER_STATUSES,
+    RedirectRefused,
+    next_hop,
+    retry_after_seconds,
+    said_retry_after,
+)
 from pdcensus.sources.limits import MAX_SCRAPE_ENV, max_scrape_bytes, read_capped
 from pdcensus.sources.recorder_journal import (
     JOURNAL_SUFFIX,
@@ -205,29 +221,45 @@ def _fsync_dir(path: Path) -> None:
 
 async def scrape_once(
     client: httpx.AsyncClient, target: Target, job: str, timeout_seconds: float
-) -> tuple[ScrapeHeader, bytes, int]:
-    """One scrape: ``(header, body, sample count)``; a failure is ``up`` 0 with no body.
+) -> tuple[ScrapeHeader, bytes, int, float | None]:
+    """One scrape: ``(header, body, sample count, Retry-After seconds)``; a failure is ``up`` 0 with no body.
 
-    ``timeout_seconds`` bounds the whole scrape (connect, headers, the whole body), not each
-    read, and the body is refused past :func:`pdcensus.sources.limits.max_scrape_bytes`.
+    ``timeout_seconds`` bounds the whole scrape (connect, headers, redirects, the whole body),
+    not each read, and the body is refused past :func:`pdcensus.sources.limits.max_scrape_bytes`.
+    A redirect is followed within the target's origin only (:mod:`pdcensus.sources.http_hops`);
+    the last element is what a 429/503 asked to wait, None when it asked nothing.
     """
     started = time.time()
     t0 = time.perf_counter()
     error, body, content_type, samples = "", b"", "", 0
+    asked: float | None = None
+    base = httpx.URL(target.url)
     try:
         async with asyncio.timeout(timeout_seconds):
-            request = client.build_request("GET", target.url, headers={"Accept": ACCEPT}, timeout=timeout_seconds)
-            resp = await client.send(request, stream=True)
-            try:
-                if resp.status_code != 200:
-                    error = f"HTTP {resp.status_code} {resp.reason_phrase}"
-                else:
-                    body = await read_capped(resp.aiter_bytes(), max_scrape_bytes(), "the answer", MAX_SCRAPE_ENV)
-                    content_type = resp.headers.get("content-type", "")
-            finally:
-                await resp.aclose()
+            request = client.build_request("GET", base, headers={"Accept": ACCEPT}, timeout=timeout_seconds)
+            for hop in itertools.count(1):
+                resp = await client.send(request, stream=True, follow_redirects=False)
+                try:
+                    after = next_hop(base, request.url, resp.status_code, resp.reason_phrase,
+                                     resp.headers.get("Location"), hop)
+                    if after is None and resp.status_code != 200:
+                        error = f"HTTP {resp.status_code} {resp.reason_phrase}"
+                        if resp.status_code in RETRY_AFTER_STATUSES:
+                            asked = retry_after_seconds(resp.headers.get("Retry-After"), time.time())
+                        if asked is not None:
+                            error += f", with {said_retry_after(resp.headers.get('Retry-After'), asked)}"
+                    elif after is None:
+                        body = await read_capped(resp.aiter_bytes(), max_scrape_bytes(), "the answer", MAX_SCRAPE_ENV)
+                        content_type = resp.headers.get("content-type", "")
+                finally:
+                    await resp.aclose()
+                if after is None:
+                    break
+                request = client.build_request("GET", after, headers={"Accept": ACCEPT}, timeout=timeout_seconds)
         if not error:
             samples = count_samples(parse_exposition(body, content_type, started, job, target.instance))
+    except RedirectRefused as refused:
+        error = f"{refused}; give the URL the endpoint serves its metrics at"
     except (TimeoutError, httpx.TimeoutException):
         error = f"no answer within {timeout_seconds:g}s (the deadline for the whole scrape)"
     except httpx.TransportError as exc:
@@ -244,7 +276,30 @@ async def scrape_once(
         time=started, job=job, instance=target.instance, up=0 if error else 1, body_bytes=len(body),
         content_type=content_type, duration_seconds=duration, error=error,
     )
-    return header, body, samples
+    return header, body, samples, asked
+
+
+def _paused_slot(resume: float, began: float, interval_seconds: float) -> int:
+    """The first slot at or after ``resume`` (monotonic): where a target told to wait scrapes next."""
+    return math.ceil((resume - began) / interval_seconds)
+
+
+def _retry_pause(asked: float | None, began: float, interval_seconds: float, duration_seconds: float | None
+                 ) -> tuple[float | None, str]:
+    """Where a Retry-After puts the target's next scrape (monotonic; None: on schedule), and what to add to its error.
+
+    The wait is at most :data:`~pdcensus.sources.http_hops.MAX_SCRAPE_PAUSE_SECONDS`; one that
+    runs past the recording's end means no further scrape of that target.
+    """
+    if asked is None or asked <= 0:
+        return None, ""
+    pause = min(asked, MAX_SCRAPE_PAUSE_SECONDS)
+    resume = time.monotonic() + pause
+    next_slot = _paused_slot(resume, began, interval_seconds)
+    if duration_seconds is not None and next_slot * interval_seconds >= duration_seconds:
+        return resume, ": no further scrape of this target, as that wait runs past the recording's end"
+    capped = f" (the most a Retry-After holds a target back; it asked {asked:g}s)" if pause < asked else ""
+    return resume, f": the next scrape of this target waits {pause:g}s{capped}"
 
 
 async def record(
@@ -264,7 +319,10 @@ async def record(
     Each target keeps its own schedule, and each scrape its own deadline (the interval, at
     most 10 s, as Prometheus's scrape_timeout): a target that trickles its answer or hangs misses its own slots, never the
     others' (an interval under 0.5 s still gives each scrape 0.5 s: the target then skips
-    slots, and only its own). Returns the most scrapes any target made. Raises RecordWriteError on a full
+    slots, and only its own). A 429 or 503 with a ``Retry-After`` puts that target's next scrape
+    at least that far off (:func:`_retry_pause`), its error saying so; a redirect is followed
+    within the target's origin only, one elsewhere is a failed scrape naming where it points.
+    Returns the most scrapes any target made. Raises RecordWriteError on a full
     disk (the file keeps every earlier scrape) and UsageError on bad arguments.
     """
     if interval_seconds <= 0:
@@ -285,13 +343,16 @@ async def record(
         if on_start:
             on_start(writer)
         limits = httpx.Limits(max_connections=None, max_keepalive_connections=len(targets))
-        async with httpx.AsyncClient(transport=transport, follow_redirects=True, limits=limits) as client:
+        async with httpx.AsyncClient(transport=transport, follow_redirects=False, limits=limits) as client:
             began = time.monotonic()
 
             async def scrape_target(target: Target) -> int:
                 slot = made = 0
                 while not stop.is_set():
-                    header, body, samples = await scrape_once(client, target, job, timeout)
+                    header, body, samples, asked = await scrape_once(client, target, job, timeout)
+                    resume, note = _retry_pause(asked, began, interval_seconds, duration_seconds)
+                    if note:
+                        header = replace(header, error=header.error + note)
                     writer.append(header, body)
                     made += 1
                     if on_scrape:
@@ -301,6 +362,8 @@ async def record(
                     now = time.monotonic()
                     if now > began + slot * interval_seconds:  # a slow scrape: skip missed slots, as Prometheus does
                         slot = int((now - began) // interval_seconds) + 1
+                    if resume is not None:  # told to wait: the first slot after the wait, as asked
+                        slot = max(slot, _paused_slot(resume, began, interval_seconds))
                     if duration_seconds is not None and slot * interval_seconds >= duration_seconds:
                         break
                     next_at = began + slot * interval_seconds
