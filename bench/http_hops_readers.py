@@ -1,6 +1,6 @@
 """Measure what ``record`` and ``collect`` do with redirects and ``Retry-After`` (RELIABILITY.md, "Hostile inputs").
 
-Run from the repository root: ``PYTHONPATH=src:. .venv/bin/python tests/sources/measure_hops.py``.
+Run from the repository root: ``PYTHONPATH=src:. .venv/bin/python bench/http_hops_readers.py``.
 Each case starts real local servers from :mod:`tests.sources.hostile_servers` and runs the CLI
 as a child process, printing its exit code, wall time, the requests each server saw and the
 lines that say what happened. Not a test: RELIABILITY.md quotes one run.
