@@ -22,6 +22,7 @@ from pdcensus import api
 from pdcensus.sim.output import write_sim_dir
 from pdcensus.sim.run import simulate
 from pdcensus.whatif.advice_check import check_recommendation
+from pdcensus.whatif.run import CalibratedTwin
 
 pytestmark = pytest.mark.slow
 
@@ -57,9 +58,39 @@ def test_the_headline_knob_carries_the_twin_beside_the_closed_form(sharing_dir: 
 def test_a_knob_the_twin_cannot_set_leaves_the_closed_form_trusted_with_the_reason(sharing_dir: Path) -> None:
     report = api.census_all(sharing_dir)[0]
     rec = replace(report.advice[0], knob="--no-such-knob", value="3")
-    check = check_recommendation(api._recording(sharing_dir / "metrics.om"), rec, (), None, seeds=1)
+    recording = api._recording(sharing_dir / "metrics.om")
+    check = check_recommendation(lambda: CalibratedTwin(recording, seeds=1), rec, seeds=1)
     assert check.trust == "closed-form" and check.refused and not check.rows
     assert "--no-such-knob" in check.why
+
+
+def test_one_calibration_and_one_unchanged_run_per_seed_serve_every_recommendation(
+        sharing_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two recommendations of one report share the twin: it is calibrated once, and its unchanged runs run once."""
+    from pdcensus.whatif import advice_check, run
+
+    report = api.census_all(sharing_dir)[0]
+    rec = next(r for r in report.advice if not r.minor and r.knob.startswith("--"))
+    other = replace(rec, value=str(int(rec.value) + 1))
+    made, unchanged = [], []
+    real_init, real_sim = run.CalibratedTwin.__init__, run.simulate_twin
+
+    def counting_init(self: run.CalibratedTwin, *a: object, **k: object) -> None:
+        made.append(1)
+        real_init(self, *a, **k)  # type: ignore[arg-type]
+
+    def counting_sim(calibration: object, seed: int, change: object = None) -> object:
+        if change is None:
+            unchanged.append(seed)
+        return real_sim(calibration, seed, change)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(run.CalibratedTwin, "__init__", counting_init)
+    monkeypatch.setattr(run, "simulate_twin", counting_sim)
+    checked = advice_check.check_report(api._recording(sharing_dir / "metrics.om"),
+                                        replace(report, advice=(rec, other)), seeds=2)
+    assert [r.twin is not None and r.twin.trust for r in checked.advice] == ["twin", "twin"]
+    assert checked.advice[0].twin.setting != checked.advice[1].twin.setting  # type: ignore[union-attr]
+    assert len(made) == 1 and sorted(unchanged) == [0, 1]
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:

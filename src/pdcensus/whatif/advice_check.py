@@ -36,7 +36,7 @@ from pdcensus.advice.predictions import InterleavePrediction, StepBudgetPredicti
 from pdcensus.errors import DataError, UsageError
 from pdcensus.series.model import Recording
 from pdcensus.whatif.model import BucketPrediction, Spread, WhatIfResult
-from pdcensus.whatif.run import what_if
+from pdcensus.whatif.run import CalibratedTwin
 
 TWIN_SEEDS = 2  # each seed is one twin run before and one after: ~3 s each on the demo's hour
 TRUST_TWIN = ("per-stream decode: the twin (it runs the engine's scheduler on this recording's traffic, calibrated "
@@ -98,12 +98,15 @@ def twin_rows(rec: Recommendation, result: WhatIfResult) -> tuple[TwinRow, ...]:
     )
 
 
-def check_recommendation(recording: Recording, rec: Recommendation, argv: Sequence[str], instance: str | None,
-                         seeds: int = TWIN_SEEDS) -> TwinCheck:
-    """Run the twin on ``rec``'s knob and value; a refusal (or a knob the twin cannot set) is the closed form's."""
+def check_recommendation(twin: Callable[[], CalibratedTwin], rec: Recommendation, seeds: int = TWIN_SEEDS) -> TwinCheck:
+    """Run the twin on ``rec``'s knob and value; a refusal (or a knob the twin cannot set) is the closed form's.
+
+    ``twin`` gives the recording's calibrated twin (made on the first call, shared by every
+    recommendation of the report).
+    """
     setting = f"{rec.knob.strip()}={rec.value.strip()}"
     try:
-        result = what_if(recording, [setting], argv=argv, instance=instance, seeds=seeds)
+        result = twin().predict([setting])
     except (UsageError, DataError) as exc:
         return TwinCheck(setting, "closed-form", f"the twin cannot run it: {exc}", refused=str(exc), seeds=seeds)
     errors = {k: v for k, v in result.calibration_error.items() if math.isfinite(v)}
@@ -134,6 +137,13 @@ def check_report(recording: Recording, report: EndpointReport, argv: Sequence[st
             return rec
         if progress is not None:
             progress(f"running the calibrated twin on {rec.knob.strip()} {rec.value.strip()} ({report.instance}) ...")
-        return replace(rec, twin=check_recommendation(recording, rec, argv, report.instance, seeds))
+        return replace(rec, twin=check_recommendation(twin, rec, seeds))
+
+    made: list[CalibratedTwin] = []
+
+    def twin() -> CalibratedTwin:  # calibrated once, on the first recommendation that asks (a refusal: each asks)
+        if not made:
+            made.append(CalibratedTwin(recording, argv=argv, instance=report.instance, seeds=seeds))
+        return made[0]
 
     return replace(report, advice=tuple(checked(rec) for rec in report.advice))

@@ -229,39 +229,67 @@ def completed_tokens(recording: Recording, read: ShapeRead, instance: str | None
     return increases(np.where(present, values, np.nan)[read.rows], endpoint.timestamps[read.rows])
 
 
+class CalibratedTwin:
+    """One recording calibrated once: its census, its figures, the twin fitted to it, the twin's runs unchanged.
+
+    Every prediction on the recording (``what_if``; the census's ``--twin`` check, one per
+    recommendation) shares the calibration and the twin's ``seeds`` runs without the change (run
+    on the first prediction that needs them): only the changed runs are per prediction.
+    """
+
+    def __init__(self, recording: Recording, *, argv: Sequence[str] = (), instance: str | None = None,
+                 seeds: int = DEFAULT_SEEDS, mean_prompt_tokens: float | None = None) -> None:
+        if seeds < 1:
+            raise UsageError(f"--seeds must be at least 1, got {seeds}")
+        self.source, self.seeds = recording.source or "recording", seeds
+        self.report, self.observed, self.read = observe(recording, instance)
+        endpoint = choose_endpoint(recording, instance)
+        self.calibration = calibrate(self.read, self.report, self.observed, argv, mean_prompt_tokens,
+                                     completed_tokens(recording, self.read, instance),
+                                     length_histograms(recording, self.read, instance),
+                                     config_labels(recording, instance), length_pairs(endpoint, self.read.rows),
+                                     ttft_sums(endpoint, self.read.rows))
+        self._now: list[WindowFigures] | None = None
+
+    @property
+    def now(self) -> list[WindowFigures]:
+        """The twin over the recording's window without a change, once per seed (run on first use)."""
+        if self._now is None:
+            self._now = [simulate_twin(self.calibration, seed) for seed in range(self.seeds)]
+        return self._now
+
+    def predict(self, sets: Sequence[str], bound: float = DEFAULT_BOUND) -> WhatIfResult:
+        """The calibration error, and the change predicted (or refused beyond ``bound``)."""
+        calibration, observed, read, seeds = self.calibration, self.observed, self.read, self.seeds
+        settings = parse_knobs(sets, calibration.engine)
+        if not settings:
+            raise UsageError("give at least one --set KNOB=VALUE")
+        change = to_change(settings, calibration)
+        _scenario(calibration, 0, change)  # refuses a bad value before any simulation runs
+        now = self.now
+        errors = calibration_errors(observed, now)
+        worst = {k: v for k, v in errors.items() if k in BOUNDED and abs(v) > bound}
+        refused = capacity_refusal(read, observed, settings)
+        if worst:
+            refused = ("calibration error beyond the bound of {:.0%}: ".format(bound)
+                       + ", ".join(f"{k} {v:+.0%}" for k, v in worst.items())
+                       + "; the twin does not reproduce this recording, so it predicts nothing about a change")
+        after = [] if refused else [simulate_twin(calibration, seed, change) for seed in range(seeds)]
+        figures = predict_figures(observed, now, after) if not refused else ()
+        buckets = _buckets(observed, now, after) if not refused else ()
+        return WhatIfResult(self.source, calibration, tuple(settings), change.flags,
+                            change.ubatch_tokens, change.load, seeds, bound, errors, refused, figures, buckets,
+                            extrapolation_warnings(calibration, after) + closed_loop_warning(read, refused)
+                            + preemption_gap_warning(read, refused),
+                            () if refused else chunk_remarks(calibration, change))
+
+
 def what_if(recording: Recording, sets: Sequence[str], *, argv: Sequence[str] = (), instance: str | None = None,
             seeds: int = DEFAULT_SEEDS, bound: float = DEFAULT_BOUND,
             mean_prompt_tokens: float | None = None) -> WhatIfResult:
     """Calibrate, report the calibration error, and predict the change (or refuse beyond ``bound``)."""
-    if seeds < 1:
-        raise UsageError(f"--seeds must be at least 1, got {seeds}")
-    report, observed, read = observe(recording, instance)
-    calibration = calibrate(read, report, observed, argv, mean_prompt_tokens,
-                            completed_tokens(recording, read, instance), length_histograms(recording, read, instance),
-                            config_labels(recording, instance),
-                            length_pairs(choose_endpoint(recording, instance), read.rows),
-                            ttft_sums(choose_endpoint(recording, instance), read.rows))
-    settings = parse_knobs(sets, calibration.engine)
-    if not settings:
-        raise UsageError("give at least one --set KNOB=VALUE")
-    change = to_change(settings, calibration)
-    _scenario(calibration, 0, change)  # refuses a bad value before any simulation runs
-    now = [simulate_twin(calibration, seed) for seed in range(seeds)]
-    errors = calibration_errors(observed, now)
-    worst = {k: v for k, v in errors.items() if k in BOUNDED and abs(v) > bound}
-    refused = capacity_refusal(read, observed, settings)
-    if worst:
-        refused = ("calibration error beyond the bound of {:.0%}: ".format(bound)
-                   + ", ".join(f"{k} {v:+.0%}" for k, v in worst.items())
-                   + "; the twin does not reproduce this recording, so it predicts nothing about a change")
-    after = [] if refused else [simulate_twin(calibration, seed, change) for seed in range(seeds)]
-    figures = predict_figures(observed, now, after) if not refused else ()
-    buckets = _buckets(observed, now, after) if not refused else ()
-    return WhatIfResult(recording.source or "recording", calibration, tuple(settings), change.flags,
-                        change.ubatch_tokens, change.load, seeds, bound, errors, refused, figures, buckets,
-                        extrapolation_warnings(calibration, after) + closed_loop_warning(read, refused)
-                        + preemption_gap_warning(read, refused),
-                        () if refused else chunk_remarks(calibration, change))
+    twin = CalibratedTwin(recording, argv=argv, instance=instance, seeds=seeds, mean_prompt_tokens=mean_prompt_tokens)
+    return twin.predict(sets, bound)
 
 
 def chunk_remarks(calibration: Calibration, change: Change) -> tuple[str, ...]:
