@@ -18,7 +18,7 @@ from dataclasses import replace
 from pdcensus.advice import engine_advice, predict, ttft_replay
 from pdcensus.advice.deploy import deployed_flags
 from pdcensus.advice.evidence import BootLedger
-from pdcensus.advice.knobs import ActsOn, get_knob
+from pdcensus.advice.knobs import ActsOn, Knob, get_knob
 from pdcensus.advice.model import Recommendation, VerificationPlan
 from pdcensus.advice.predictions import (
     ArenaPrediction,
@@ -78,6 +78,61 @@ def _replayed(ttft_now: float, forecast: ReplayForecast) -> float:
     return ttft_now * forecast.ratio if forecast.ratio is not None else math.nan
 
 
+def _interleave_without_ledger(ledger: LedgerResult, knob: Knob, rollback: str, profile: str) -> Recommendation:
+    """The dial named with no N: the ledger that would predict its effect is withheld, or the build has none."""
+    counted = profile in PROFILES and PROFILES[profile].has_ledger  # the build has the counters
+    summary = (f"the step ledger is withheld on this window ({ledger.reason}), so no predicted effect: "
+               "rerun the census on a window where the ledger is kept" if counted else
+               "no step ledger on this build, so no predicted effect: the decode-only and held "
+               "step counters exist from radiance 1.8.x on (1.0.13 accepts --prefill-interleave "
+               "and holds nothing); upgrade the pin, then rerun the census")
+    return Recommendation(
+        "step-time-sharing", knob.flag, "N", knob.env_line("N"), rollback,
+        summary=summary,
+        cost=knob.cost, preconditions=knob.preconditions,
+        notes=tuple(n for n in (f"ledger: {ledger.reason}", f"profile: {profile}" if profile else "") if n),
+    )
+
+
+def _tradeoff_rows(ledger: LedgerResult, idle: float, values: Sequence[int], saturated: float, ttft_now: float,
+                   now: predict.InterleavePoint, current: int,
+                   replay: Mapping[int, ReplayForecast]) -> list[dict[str, float]]:
+    """The trade-off table: each N's closed form, its busy-bucket mix and its TTFT p90 three ways."""
+    chunk, decode = ledger.chunk_step_seconds, ledger.decode_step_seconds
+    rows = []
+    for point in predict.interleave_tradeoff(chunk, decode, idle, values):
+        row = point.to_row()
+        row["busy_bucket_per_stream_tokens_per_second"] = (
+            predict.busy_bucket_rate(point.interleave, saturated, chunk, decode) if _finite(saturated) else math.nan)
+        row["prompt_ttft_p90_seconds_at_least"] = ttft_now * point.ttft_stretch / now.ttft_stretch
+        row["busy_ttft_p90_seconds_queueing"] = ttft_now * predict.queued_ttft_ratio(
+            point.interleave, current, ledger.chunk_share_of_step_time, chunk, decode)
+        row["busy_ttft_p90_seconds_replay"] = _replayed(ttft_now, replay[point.interleave])
+        rows.append(row)
+    return rows
+
+
+def _interleave_notes(target_decode_share: float, replay: ReplayForecast, reached: bool, decode: float, idle: float,
+                      current: int, n: int, dial_state: str) -> list[str]:
+    """What the interleave's figures assume (target, TTFT queueing, the replay), and what the dial already holds."""
+    notes = [f"target: keep {target_decode_share:.0%} of the idle per-stream rate during prefill",
+             "TTFT: the stretch is the prompt's own; queued requests wait behind the stretched prefill "
+             "too, so where busy periods run back to back TTFT p90 grows faster than the stretch; the "
+             "queueing column scales it by (1 - load) / (1 - load x stretch), load = chunk steps' share "
+             "of step time (M/M/1), unbounded once load x stretch reaches 1",
+             "TTFT replay: the recording's own prefill work and requests, interval by interval, through a FIFO "
+             "prefill server at the ledger's capacity slowed by the stretch (arrivals at random instants inside "
+             "each interval); TTFT p90 now x replay p90 under N / replay p90 now"
+             + ("" if replay.ratio is not None else f" - not available: {replay.reason}")]
+    if not reached:
+        notes.append(f"no N up to {predict.MAX_INTERLEAVE} reaches the target: the share tends to "
+                     f"(1/D)/idle = {(1 / decode) / idle:.0%}")
+    if dial_state:
+        notes.append(f"the flags in effect already hold {current} steps per chunk step and the census still finds "
+                     f"sharing: the next step on this dial is {n}")
+    return notes
+
+
 def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flags: Mapping[str, str],
                          target_decode_share: float = DEFAULT_TARGET_DECODE_SHARE,
                          profile: str = "", trace: PrefillTrace | None = None) -> Recommendation | None:
@@ -91,18 +146,7 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
     rollback = knob.rollback_env_line(str(current))
     if not (ledger.available and _finite(ledger.chunk_step_seconds) and _finite(ledger.decode_step_seconds)
             and ledger.chunk_step_seconds > 0 and ledger.decode_step_seconds > 0):
-        counted = profile in PROFILES and PROFILES[profile].has_ledger  # the build has the counters
-        summary = (f"the step ledger is withheld on this window ({ledger.reason}), so no predicted effect: "
-                   "rerun the census on a window where the ledger is kept" if counted else
-                   "no step ledger on this build, so no predicted effect: the decode-only and held "
-                   "step counters exist from radiance 1.8.x on (1.0.13 accepts --prefill-interleave "
-                   "and holds nothing); upgrade the pin, then rerun the census")
-        return Recommendation(
-            "step-time-sharing", knob.flag, "N", knob.env_line("N"), rollback,
-            summary=summary,
-            cost=knob.cost, preconditions=knob.preconditions,
-            notes=tuple(n for n in (f"ledger: {ledger.reason}", f"profile: {profile}" if profile else "") if n),
-        )
+        return _interleave_without_ledger(ledger, knob, rollback, profile)
     chunk, decode = ledger.chunk_step_seconds, ledger.decode_step_seconds
     idle_row = buckets.rows[0] if buckets and buckets.rows else None
     busy_row = buckets.rows[-1] if buckets and len(buckets.rows) > 1 else None
@@ -129,16 +173,7 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
                  else math.nan)
     replay = replay_forecasts(ledger, busy_row.low_tokens_per_second if busy_row else math.nan, trace,
                               values, current)
-    rows = []
-    for point in predict.interleave_tradeoff(chunk, decode, idle, values):
-        row = point.to_row()
-        row["busy_bucket_per_stream_tokens_per_second"] = (
-            predict.busy_bucket_rate(point.interleave, saturated, chunk, decode) if _finite(saturated) else math.nan)
-        row["prompt_ttft_p90_seconds_at_least"] = ttft_now * point.ttft_stretch / now.ttft_stretch
-        row["busy_ttft_p90_seconds_queueing"] = ttft_now * predict.queued_ttft_ratio(
-            point.interleave, current, ledger.chunk_share_of_step_time, chunk, decode)
-        row["busy_ttft_p90_seconds_replay"] = _replayed(ttft_now, replay[point.interleave])
-        rows.append(row)
+    rows = _tradeoff_rows(ledger, idle, values, saturated, ttft_now, now, current, replay)
     predicted = InterleavePrediction(
         interleave=float(n),
         target_decode_share=target_decode_share,
@@ -174,21 +209,7 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
         f"prefilling prompt's TTFT stretches x{scale:.2f} (+{chosen.added_seconds_per_chunk_step * 1000:.0f} ms "
         "per chunk step)"
     )
-    notes = [f"target: keep {target_decode_share:.0%} of the idle per-stream rate during prefill",
-             "TTFT: the stretch is the prompt's own; queued requests wait behind the stretched prefill "
-             "too, so where busy periods run back to back TTFT p90 grows faster than the stretch; the "
-             "queueing column scales it by (1 - load) / (1 - load x stretch), load = chunk steps' share "
-             "of step time (M/M/1), unbounded once load x stretch reaches 1",
-             "TTFT replay: the recording's own prefill work and requests, interval by interval, through a FIFO "
-             "prefill server at the ledger's capacity slowed by the stretch (arrivals at random instants inside "
-             "each interval); TTFT p90 now x replay p90 under N / replay p90 now"
-             + ("" if replay[n].ratio is not None else f" - not available: {replay[n].reason}")]
-    if not reached:
-        notes.append(f"no N up to {predict.MAX_INTERLEAVE} reaches the target: the share tends to "
-                     f"(1/D)/idle = {(1 / decode) / idle:.0%}")
-    if dial_state:
-        notes.append(f"the flags in effect already hold {current} steps per chunk step and the census still finds "
-                     f"sharing: the next step on this dial is {n}")
+    notes = _interleave_notes(target_decode_share, replay[n], reached, decode, idle, current, n, dial_state)
     counter = (f"{knob.counter} must leave zero in the after window; about {n} held steps per chunk "
                "step taken beside decoders")
     return Recommendation(
