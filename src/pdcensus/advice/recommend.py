@@ -112,6 +112,19 @@ def _tradeoff_rows(ledger: LedgerResult, idle: float, values: Sequence[int], sat
     return rows
 
 
+def _interleave_summary(n: int, chunk: float, decode: float, chosen: predict.InterleavePoint,
+                        now: predict.InterleavePoint, idle: float, idle_basis: str, scale: float) -> str:
+    """The arithmetic of N in one sentence: tokens per chunk step and held steps, against idle and now."""
+    return (
+        f"--prefill-interleave {n}: a decoder beside a prefill gets {n + 1} tokens per chunk step + {n} "
+        f"decode-only steps = ({n}+1) / ({chunk:.3f} s + {n} x {decode:.4f} s) = "
+        f"{chosen.per_stream_tokens_per_second:.1f} tok/s per stream, {chosen.share_of_idle:.0%} of "
+        f"{idle_basis} {idle:.1f} tok/s (now {now.per_stream_tokens_per_second:.1f} tok/s); the "
+        f"prefilling prompt's TTFT stretches x{scale:.2f} (+{chosen.added_seconds_per_chunk_step * 1000:.0f} ms "
+        "per chunk step)"
+    )
+
+
 def _interleave_notes(target_decode_share: float, replay: ReplayForecast, reached: bool, decode: float, idle: float,
                       current: int, n: int, dial_state: str) -> list[str]:
     """What the interleave's figures assume (target, TTFT queueing, the replay), and what the dial already holds."""
@@ -201,14 +214,7 @@ def recommend_interleave(ledger: LedgerResult, buckets: BucketTable | None, flag
         prefill_load_now=ledger.chunk_share_of_step_time,
         prefill_load_predicted=ledger.chunk_share_of_step_time * (1 + n * decode / chunk),
     )
-    summary = (
-        f"--prefill-interleave {n}: a decoder beside a prefill gets {n + 1} tokens per chunk step + {n} "
-        f"decode-only steps = ({n}+1) / ({chunk:.3f} s + {n} x {decode:.4f} s) = "
-        f"{chosen.per_stream_tokens_per_second:.1f} tok/s per stream, {chosen.share_of_idle:.0%} of "
-        f"{idle_basis} {idle:.1f} tok/s (now {now.per_stream_tokens_per_second:.1f} tok/s); the "
-        f"prefilling prompt's TTFT stretches x{scale:.2f} (+{chosen.added_seconds_per_chunk_step * 1000:.0f} ms "
-        "per chunk step)"
-    )
+    summary = _interleave_summary(n, chunk, decode, chosen, now, idle, idle_basis, scale)
     notes = _interleave_notes(target_decode_share, replay[n], reached, decode, idle, current, n, dial_state)
     counter = (f"{knob.counter} must leave zero in the after window; about {n} held steps per chunk "
                "step taken beside decoders")
