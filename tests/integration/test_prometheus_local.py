@@ -66,3 +66,18 @@ def test_the_longest_scrape_gap_is_read_from_the_stored_up_samples(tmp_path: Pat
         assert prom.longest_scrape_gap("probe", base, base + 12) == pytest.approx(1.0)
         assert prom.longest_scrape_gap("probe", base + 80, base + 100) == pytest.approx(15.0)
         assert prom.longest_scrape_gap("other", base, base + 10) == pytest.approx(10.0)
+
+
+def test_a_retried_load_draws_prompts_no_cache_holds() -> None:
+    """The retry after a scrape gap sends other prompt ids than the discarded attempt (the prefix cache has those)."""
+    from dataclasses import replace
+
+    from pdcensus.engine.experiment import retry_seed
+    from pdcensus.engine.vllm_load import VllmPlan, prompt_ids
+
+    plan = VllmPlan(scenario="t", decoders=1, decoder_prompt_tokens=8, max_tokens=4, prompt_tokens=64,
+                    prompt_max_tokens=1, phases=((0.0, 1.0),), duration_seconds=2.0, seed=11)
+    assert retry_seed(11, 1) == 11
+    first, second = prompt_ids(plan, 3), prompt_ids(replace(plan, seed=retry_seed(11, 2)), 3)
+    assert len(first) == len(second) == 3 and all(len(p) == 64 for p in first + second)
+    assert not {tuple(p[:16]) for p in first} & {tuple(p[:16]) for p in second}

@@ -7,7 +7,8 @@ two scenarios on one start-up). Each run:
 
 1. drives the load, then waits two more scrapes; where Prometheus stored no scrape at all (not
    even ``up``) for more than 5 intervals of the window, the load runs once more and the
-   discarded attempt is kept as ``discarded-attempt-1.json``;
+   discarded attempt is kept as ``discarded-attempt-1.json`` (the retry sends fresh prompt ids,
+   :func:`pdcensus.engine.experiment.retry_seed`: the prefix cache holds the first attempt's);
 2. measures the client truth (:mod:`.truth`, :mod:`.stalls`) over the window from the moment every
    decoding stream had its first token (with no prompt phases: any stream) to the load's end;
 3. runs the census through the Prometheus HTTP API over that window (the same call as
@@ -28,14 +29,14 @@ import json
 import shutil
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
 
 import httpx
 
 from pdcensus.census.model import CensusReport
-from pdcensus.engine.experiment import LOAD_ATTEMPTS, _proc_cmdline, scrape_gap_discards, window_start
+from pdcensus.engine.experiment import LOAD_ATTEMPTS, _proc_cmdline, retry_seed, scrape_gap_discards, window_start
 from pdcensus.engine.stalls import Stalls, measure_stalls
 from pdcensus.engine.streams import RequestRecord, records_to_jsonl
 from pdcensus.engine.truth import Truth, measure_truth
@@ -136,7 +137,7 @@ class VllmLive:
         (out / "cmdline").write_bytes(_proc_cmdline(self.server.pid) or "\0".join(self.server.argv).encode())
         interval = parse_api_duration_seconds(self.scrape_interval.strip())
         for attempt in range(1, LOAD_ATTEMPTS + 1):
-            t0, records, start, end = self._drive(plan, interval)
+            t0, records, start, end = self._drive(replace(plan, seed=retry_seed(plan.seed, attempt)), interval)
             if not scrape_gap_discards(out, self.prometheus, JOB, attempt, start, end, interval):
                 break
         (out / "requests.jsonl").write_text(records_to_jsonl(records))
@@ -145,6 +146,7 @@ class VllmLive:
                                                    indent=2, allow_nan=True) + "\n")
         offline = ["pdcensus", "census", str(out / "metrics.om"), "--start", repr(start), "--end", repr(end)]
         (out / "window.json").write_text(json.dumps({"t0": t0, "start": start, "end": end, "attempt": attempt,
+                                                     "seed": retry_seed(plan.seed, attempt),
                                                      "offline_census": offline}) + "\n")
         url = self.prometheus.url
         _write_recording(out, url, start, end)
