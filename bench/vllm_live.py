@@ -117,6 +117,8 @@ KNOB_RUNS: dict[str, tuple[str, tuple[str, ...]]] = {
     "seqs-2": ("preemption", ("--max-num-seqs", "2")),
     "seqs-4": ("preemption", ("--max-num-seqs", "4")),
     "seqs-7": ("preemption", ("--max-num-seqs", "7")),
+    # the advice's own value on the holdout load (its census advises one halving of the CPU build's 2,048)
+    "holdout-budget-1024": ("holdout-sharing", ("--max-num-batched-tokens", "1024")),
 }
 
 
