@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from tests.reliability.live_servers import scrape_body
-from tests.sources.hostile_servers import HostileServer, answer_json
+from tests.sources.hostile_servers import HostileServer, answer_bytes, answer_json, answer_redirect
 
 
 def run(label: str, *args: str) -> subprocess.CompletedProcess[str]:
@@ -34,19 +34,7 @@ def run(label: str, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def metrics(req: http.server.BaseHTTPRequestHandler, n: int) -> None:
-    body = scrape_body(n)
-    req.send_response(200)
-    req.send_header("Content-Type", "text/plain; version=0.0.4")
-    req.send_header("Content-Length", str(len(body)))
-    req.end_headers()
-    req.wfile.write(body)
-
-
-def moved(req: http.server.BaseHTTPRequestHandler, status: int, location: str) -> None:
-    req.send_response(status)
-    req.send_header("Location", location)
-    req.send_header("Content-Length", "0")
-    req.end_headers()
+    answer_bytes(req, scrape_body(n))
 
 
 def busy(req: http.server.BaseHTTPRequestHandler, status: int, after: str) -> None:
@@ -67,12 +55,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp)
         with HostileServer(lambda req, n: metrics(req, n) if req.path.startswith("/real/")
-                           else moved(req, 302, "/real" + req.path), "/metrics") as here:
+                           else answer_redirect(req, 302, "/real" + req.path), "/metrics") as here:
             run("record, /metrics 302 to /real/metrics (same origin), --interval 200ms --duration 2s",
                 "record", here.url, "--interval", "200ms", "--duration", "2s", "--out", str(out / "a.pdrec"))
             print(f"    requests seen: {here.requests}")
         with HostileServer(metrics) as other:
-            with HostileServer(lambda req, n: moved(req, 302, other.url + req.path), "/metrics") as here:
+            with HostileServer(lambda req, n: answer_redirect(req, 302, other.url + req.path), "/metrics") as here:
                 run("record, /metrics 302 to another port", "record", here.url, "--interval", "200ms",
                     "--duration", "2s", "--out", str(out / "b.pdrec"))
                 print(f"    requests seen: {here.requests}, by the other origin: {other.requests}")
@@ -82,11 +70,11 @@ def main() -> None:
             print(f"    requests seen: {here.requests} (10 slots)")
 
         with HostileServer(lambda req, n: item(req, n) if req.path.startswith("/v1/")
-                           else moved(req, 301, "/v1" + req.path)) as here:
+                           else answer_redirect(req, 301, "/v1" + req.path)) as here:
             run("collect, every item 301 to /v1/... (same origin)", "collect", "--url", here.url, "--out",
                 str(out / "a.tar.gz"))
         with HostileServer(item) as other:
-            with HostileServer(lambda req, n: moved(req, 302, other.url + req.path)) as here:
+            with HostileServer(lambda req, n: answer_redirect(req, 302, other.url + req.path)) as here:
                 run("collect, every item 302 to another port", "collect", "--url", here.url, "--out",
                     str(out / "b.tar.gz"))
                 print(f"    requests by the other origin: {other.requests}")

@@ -28,7 +28,7 @@ from pdcensus.sources.bundle import collect_bundle, read_bundle
 from pdcensus.sources.recorder import parse_target, record
 from pdcensus.sources.recorder_journal import ScrapeHeader, load_record_journal, scan_journal
 from tests.reliability.live_servers import scrape_body
-from tests.sources.hostile_servers import HostileServer, answer_json
+from tests.sources.hostile_servers import HostileServer, answer_bytes, answer_json, answer_redirect
 
 HANG_GUARD_SECONDS = 120
 
@@ -39,19 +39,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def _metrics(req: http.server.BaseHTTPRequestHandler, n: int) -> None:
-    body = scrape_body(n)
-    req.send_response(200)
-    req.send_header("Content-Type", "text/plain; version=0.0.4")
-    req.send_header("Content-Length", str(len(body)))
-    req.end_headers()
-    req.wfile.write(body)
-
-
-def _moved(req: http.server.BaseHTTPRequestHandler, status: int, location: str) -> None:
-    req.send_response(status)
-    req.send_header("Location", location)
-    req.send_header("Content-Length", "0")
-    req.end_headers()
+    answer_bytes(req, scrape_body(n))
 
 
 def _busy(req: http.server.BaseHTTPRequestHandler, status: int, after: str | None) -> None:
@@ -87,7 +75,7 @@ def test_the_recorder_follows_a_same_origin_redirect_and_records_the_answer(tmp_
         if req.path.startswith("/real/"):
             _metrics(req, n)
         else:
-            _moved(req, 308, "/real" + req.path)
+            answer_redirect(req, 308, "/real" + req.path)
 
     with HostileServer(answer, "/metrics") as server:
         headers = _record([server.url], tmp_path / "run.pdrec", interval=0.1, duration=0.5)
@@ -98,7 +86,7 @@ def test_the_recorder_follows_a_same_origin_redirect_and_records_the_answer(tmp_
 
 
 def test_a_redirect_loop_is_a_failed_scrape_after_five_hops(tmp_path: Path) -> None:
-    with HostileServer(lambda req, n: _moved(req, 307, f"/hop{n}/metrics"), "/metrics") as server:
+    with HostileServer(lambda req, n: answer_redirect(req, 307, f"/hop{n}/metrics"), "/metrics") as server:
         headers = _record([server.url], tmp_path / "run.pdrec", interval=1.0, duration=0.5)
         requests = server.requests
     assert len(headers) == 1 and headers[0].up == 0 and "more than 5 redirects in a row" in headers[0].error
@@ -108,7 +96,7 @@ def test_a_redirect_loop_is_a_failed_scrape_after_five_hops(tmp_path: Path) -> N
 def test_the_recorder_refuses_a_redirect_to_another_origin_with_one_line_and_that_server_hears_nothing(
         tmp_path: Path) -> None:
     with HostileServer(_metrics) as other:
-        with HostileServer(lambda req, n: _moved(req, 302, other.url + req.path), "/metrics") as server:
+        with HostileServer(lambda req, n: answer_redirect(req, 302, other.url + req.path), "/metrics") as server:
             out = tmp_path / "run.pdrec"
             done = _cli("record", server.url, "--interval", "200ms", "--duration", "1s", "--out", str(out))
         heard = other.requests
@@ -165,7 +153,7 @@ def test_collect_follows_a_same_origin_redirect_for_every_item_and_notes_where(t
         if req.path.startswith("/v1/"):
             _item(req, n)
         else:
-            _moved(req, 301, "/v1" + req.path)
+            answer_redirect(req, 301, "/v1" + req.path)
 
     with HostileServer(answer) as server:
         manifest = collect_bundle(tmp_path / "e.tar.gz", url=server.url, timeout_seconds=10)
@@ -179,7 +167,7 @@ def test_collect_follows_a_same_origin_redirect_for_every_item_and_notes_where(t
 def test_collect_refuses_a_redirect_to_another_origin_with_one_line_and_that_server_hears_nothing(
         tmp_path: Path) -> None:
     with HostileServer(_item) as other:
-        with HostileServer(lambda req, n: _moved(req, 302, other.url + req.path)) as server:
+        with HostileServer(lambda req, n: answer_redirect(req, 302, other.url + req.path)) as server:
             done = _cli("collect", "--url", server.url, "--out", str(tmp_path / "e.tar.gz"))
         heard = other.requests
     assert done.returncode == 1, done.stdout + done.stderr  # the server answered: failed channels, not exit 4

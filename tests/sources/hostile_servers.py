@@ -26,6 +26,8 @@ GOOD_ANSWERS = {  # what a Prometheus with one engine answers, per API path
     "/api/v1/label/job/values": ["radiance"],
 }
 
+SCRAPE_TYPE = "text/plain; version=0.0.4"  # what an engine's /metrics answers
+
 
 class HostileServer:
     """Serves ``handler(request, n)`` for the n-th request (1-based) until closed."""
@@ -95,14 +97,27 @@ def trickle(server_released: threading.Event, gap_seconds: float,
     return send
 
 
-def answer_json(req: http.server.BaseHTTPRequestHandler, body: object, status: int = 200) -> None:
-    """A JSON answer with a Content-Length."""
-    data = json.dumps(body).encode() if not isinstance(body, bytes) else body
+def answer_bytes(req: http.server.BaseHTTPRequestHandler, data: bytes, content_type: str = SCRAPE_TYPE,
+                 status: int = 200) -> None:
+    """An answer of ``data`` with its Content-Type and a Content-Length (default: a 0.0.4 scrape)."""
     req.send_response(status)
-    req.send_header("Content-Type", "application/json")
+    req.send_header("Content-Type", content_type)
     req.send_header("Content-Length", str(len(data)))
     req.end_headers()
     req.wfile.write(data)
+
+
+def answer_json(req: http.server.BaseHTTPRequestHandler, body: object, status: int = 200) -> None:
+    """A JSON answer with a Content-Length."""
+    answer_bytes(req, json.dumps(body).encode() if not isinstance(body, bytes) else body, "application/json", status)
+
+
+def answer_redirect(req: http.server.BaseHTTPRequestHandler, status: int, location: str) -> None:
+    """A redirect (3xx) to ``location``, with an empty body."""
+    req.send_response(status)
+    req.send_header("Location", location)
+    req.send_header("Content-Length", "0")
+    req.end_headers()
 
 
 def good_answer(req: http.server.BaseHTTPRequestHandler) -> None:

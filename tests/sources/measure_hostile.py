@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from tests.reliability.live_servers import scrape_body
-from tests.sources.hostile_servers import HostileServer, big_body, good_answer, trickle
+from tests.sources.hostile_servers import HostileServer, answer_bytes, big_body, good_answer, trickle
 
 
 def run(label: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -56,12 +56,7 @@ def main() -> None:
     five.close()
 
     def metrics(req: http.server.BaseHTTPRequestHandler, n: int) -> None:
-        body = scrape_body(n)
-        req.send_response(200)
-        req.send_header("Content-Type", "text/plain; version=0.0.4")
-        req.send_header("Content-Length", str(len(body)))
-        req.end_headers()
-        req.wfile.write(body)
+        answer_bytes(req, scrape_body(n))
 
     with tempfile.TemporaryDirectory() as tmp:
         healthy = server(metrics, "/metrics")

@@ -23,7 +23,7 @@ from pdcensus.sources.prometheus_http import RetryPolicy
 from pdcensus.sources.recorder import load_record_journal
 from pdcensus.sources.recorder_journal import scan_journal
 from tests.reliability.live_servers import scrape_body
-from tests.sources.hostile_servers import HostileServer, big_body, good_answer, trickle
+from tests.sources.hostile_servers import SCRAPE_TYPE, HostileServer, answer_bytes, big_body, good_answer, trickle
 
 T0 = 1_700_000_000.0
 FAST = RetryPolicy(attempts=3, base_delay_seconds=0.01, max_delay_seconds=0.02)
@@ -131,12 +131,7 @@ def test_fetch_against_a_trickle_raises_unreachable_naming_the_url(trickling: Ho
 
 
 def _metrics(req: http.server.BaseHTTPRequestHandler, n: int) -> None:
-    body = scrape_body(n)
-    req.send_response(200)
-    req.send_header("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
-    req.send_header("Content-Length", str(len(body)))
-    req.end_headers()
-    req.wfile.write(body)
+    answer_bytes(req, scrape_body(n), SCRAPE_TYPE + "; charset=utf-8")
 
 
 def test_record_keeps_the_healthy_target_on_schedule_beside_a_trickling_one(tmp_path: Path) -> None:
