@@ -39,7 +39,8 @@ from pdcensus.fleet.screen import ScreenOptions, ScreenStats, fetch_timelines, s
 from pdcensus.fleet.screen_model import ScreenRow
 from pdcensus.fleet.state import FleetState
 from pdcensus.sources.prometheus import selector_matchers
-from pdcensus.sources.prometheus_http import ApiClient, AuthConfig, display_url, ssl_verify
+from pdcensus.sources.http_hops import display_url
+from pdcensus.sources.prometheus_http import ApiClient, AuthConfig, ssl_verify
 
 FLEET_SCHEMA = "pdcensus/fleet/v2"
 STAGES = ("discover", "screen", "examine")

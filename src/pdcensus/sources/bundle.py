@@ -35,8 +35,7 @@ from typing import Any
 import httpx
 
 from pdcensus.errors import DataError, UsageError
-from pdcensus.sources.http_hops import RETRY_AFTER_STATUSES, RedirectRefused, display_url, next_hop
-from pdcensus.sources.http_hops import retry_after_seconds, said_retry_after
+from pdcensus.sources.http_hops import RedirectRefused, asked_to_wait, display_url, next_hop, said_retry_after
 from pdcensus.sources.limits import DEFAULT_MAX_SCRAPE, MAX_SCRAPE_ENV, capped_chunks, load_json, max_scrape_bytes
 
 SCHEMA = "pdcensus/bundle/v1"
@@ -218,7 +217,7 @@ def _retry_after(resp: httpx.Response, tries: int, deadline: float, timeout_seco
     """
     why = f"HTTP {resp.status_code} {resp.reason_phrase}"
     said = resp.headers.get("Retry-After")
-    asked = retry_after_seconds(said, time.time()) if resp.status_code in RETRY_AFTER_STATUSES else None
+    asked = asked_to_wait(resp.status_code, said, time.time())
     if asked is None:
         return None, why
     why = f"{why}, with {said_retry_after(said, asked)}"

@@ -83,6 +83,11 @@ def redirect_refusal(base: httpx.URL, target: httpx.URL, hops: int) -> str:
     return ""
 
 
+def asked_to_wait(status: int, value: str | None, now: float) -> float | None:
+    """The seconds a 429/503 answer's ``Retry-After`` asks to wait; None for another status or no readable header."""
+    return retry_after_seconds(value, now) if status in RETRY_AFTER_STATUSES else None
+
+
 def said_retry_after(value: str | None, seconds: float) -> str:
     """``Retry-After '30' (30s)``: the header as sent (cut at 40 characters) and as read, for a message."""
     return f"Retry-After {(value or '').strip()[:40]!r} ({seconds:g}s)"

@@ -31,7 +31,8 @@ import promql_parser
 
 from pdcensus.errors import CensusError, DataError, UsageError
 from pdcensus.series.model import Family, MetricType, Recording, RecordingBuilder, SeriesKey, normalize_labels
-from pdcensus.sources.prometheus_http import ApiClient, AuthConfig, RetryPolicy, display_url
+from pdcensus.sources.http_hops import display_url
+from pdcensus.sources.prometheus_http import ApiClient, AuthConfig, RetryPolicy
 
 __all__ = [
     "AuthConfig",

@@ -45,8 +45,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from pdcensus.errors import CensusError, DataError, SourceUnreachableError, UsageError
-from pdcensus.sources.http_hops import RedirectRefused, next_hop, retry_after_seconds, said_retry_after
-from pdcensus.sources.http_hops import display_url as display_url  # where the other modules import it from
+from pdcensus.sources.http_hops import RedirectRefused, display_url, next_hop, retry_after_seconds, said_retry_after
 from pdcensus.sources.limits import MAX_BODY_ENV, deadline_left, max_body_bytes, read_capped
 from pdcensus.sources.prometheus_shapes import api_error_suffix, api_error_type, check_data, notes
 

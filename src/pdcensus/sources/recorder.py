@@ -36,10 +36,9 @@ import httpx
 from pdcensus.errors import CensusError, DataError, RecordWriteError, UsageError
 from pdcensus.sources.http_hops import (
     MAX_SCRAPE_PAUSE_SECONDS,
-    RETRY_AFTER_STATUSES,
     RedirectRefused,
+    asked_to_wait,
     next_hop,
-    retry_after_seconds,
     said_retry_after,
 )
 from pdcensus.sources.limits import MAX_SCRAPE_ENV, max_scrape_bytes, read_capped
@@ -244,8 +243,7 @@ async def scrape_once(
                                      resp.headers.get("Location"), hop)
                     if after is None and resp.status_code != 200:
                         error = f"HTTP {resp.status_code} {resp.reason_phrase}"
-                        if resp.status_code in RETRY_AFTER_STATUSES:
-                            asked = retry_after_seconds(resp.headers.get("Retry-After"), time.time())
+                        asked = asked_to_wait(resp.status_code, resp.headers.get("Retry-After"), time.time())
                         if asked is not None:
                             error += f", with {said_retry_after(resp.headers.get('Retry-After'), asked)}"
                     elif after is None:
