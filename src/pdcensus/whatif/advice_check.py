@@ -25,6 +25,7 @@ It runs here, above the advice, because the advice never sees the simulator (tes
 
 from __future__ import annotations
 
+import functools
 import math
 import shlex
 from collections.abc import Callable, Sequence
@@ -131,6 +132,8 @@ def check_report(recording: Recording, report: EndpointReport, argv: Sequence[st
     if not argv:
         deployed = side_evidence_of(report).argv
         argv = shlex.split(deployed) if deployed else ()
+    # calibrated once, on the first recommendation that asks (a refusal raises, is not kept: each asks)
+    twin = functools.cache(lambda: CalibratedTwin(recording, argv=argv, instance=report.instance, seeds=seeds))
 
     def checked(rec: Recommendation) -> Recommendation:
         if rec.minor or not rec.knob.strip().startswith("--"):
@@ -138,12 +141,5 @@ def check_report(recording: Recording, report: EndpointReport, argv: Sequence[st
         if progress is not None:
             progress(f"running the calibrated twin on {rec.knob.strip()} {rec.value.strip()} ({report.instance}) ...")
         return replace(rec, twin=check_recommendation(twin, rec, seeds))
-
-    made: list[CalibratedTwin] = []
-
-    def twin() -> CalibratedTwin:  # calibrated once, on the first recommendation that asks (a refusal: each asks)
-        if not made:
-            made.append(CalibratedTwin(recording, argv=argv, instance=report.instance, seeds=seeds))
-        return made[0]
 
     return replace(report, advice=tuple(checked(rec) for rec in report.advice))
