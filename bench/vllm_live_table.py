@@ -10,7 +10,10 @@ so the table can be rebuilt after the census changes without rerunning vLLM::
 Columns: clients' depth (per-stream decode while a long prompt was pending / otherwise), the
 decoders' time lost to it, the share of decoding time in gaps over 2 s, and in all gaps beyond 3x
 the clients' clean gap (each gap's excess over it: every cause's slow time, stalls shorter than
-2 s included); the census's verdict and
+2 s included), and the share of gaps under 1 ms (tokens the server wrote together: it lagged the engine, so
+the clients' timing there is the server's), and the gaps over 1 s the clients saw beside the engine's own
+(the inter-token histogram's, stamped by the engine core: clients' gaps the engine did not have are the
+server's lag); the census's verdict and
 confidence, the depth it reports (the ``itl-depth`` evidence row: vLLM's inter-token histogram
 over the spans that carried prefill) and its loss shares. Last line: calibration, the share of
 verdicts at 0.7 or more whose headline is the run's cause (where the cause is none: that names
@@ -56,16 +59,50 @@ def _f(x: Any, fmt: str = ".3f") -> str:
     return format(x, fmt) if isinstance(x, (int, float)) and math.isfinite(x) else "-"
 
 
-def beyond_clean(folder: Path, start: float, end: float, clean_rate: float) -> float:
-    """Share of the decoders' inter-token time beyond 3x their clean gap, from the client records alone: the
-    mean gap outside prompt windows (1 / the per-stream rate there), else the median gap (a stream may
-    deliver several tokens in one read, so the median alone can be a read's spacing, not a step's)."""
+READ_TOGETHER_SECONDS = 0.001  # two tokens of one stream this close reached the client in one read
+
+
+def client_gaps(folder: Path, start: float, end: float) -> list[float]:
+    """The decoders' inter-token gaps the clients saw, ending inside the window."""
     gaps = []
     for line in (folder / "requests.jsonl").read_text().splitlines():
         r = json.loads(line)
         t = r.get("token_times") or []
         if r.get("kind") == "decode" and len(t) > 1:
             gaps += [b - a for a, b in zip(t, t[1:]) if start < b <= end]
+    return gaps
+
+
+def read_together(gaps: list[float]) -> float:
+    """Share of the clients' gaps under ``READ_TOGETHER_SECONDS``: tokens the server sent in one write (it lagged
+    the engine). Where it is large the clients' per-token timing is the server's, not the engine's."""
+    return sum(g < READ_TOGETHER_SECONDS for g in gaps) / len(gaps) if gaps else math.nan
+
+
+def engine_gaps_over(folder: Path, start: float, end: float, bound: str = "1.0") -> float:
+    """The engine's own inter-token gaps over ``bound`` seconds in the window: the increase of
+    ``vllm:inter_token_latency_seconds`` (engine-core step timestamps) above that bucket, from the recording."""
+    family = "vllm:inter_token_latency_seconds_bucket{"
+    at: dict[str, list[tuple[float, float]]] = {bound: [], "+Inf": []}
+    for line in (folder / "metrics.om").read_text().splitlines():
+        if not line.startswith(family):
+            continue
+        le = line.split('le="', 1)[1].split('"', 1)[0]
+        if le in at:
+            value, stamp = line.rsplit(" ", 2)[-2:]
+            at[le].append((float(stamp), float(value)))
+
+    def over(t: float) -> float:
+        seen = {le: [v for ts, v in rows if ts <= t] for le, rows in at.items()}
+        return seen["+Inf"][-1] - seen[bound][-1] if seen["+Inf"] and seen[bound] else math.nan
+
+    return over(end) - over(start)
+
+
+def beyond_clean(gaps: list[float], clean_rate: float) -> float:
+    """Share of the decoders' inter-token time beyond 3x their clean gap, from the client records alone: the
+    mean gap outside prompt windows (1 / the per-stream rate there), else the median gap (a stream may
+    deliver several tokens in one read, so the median alone can be a read's spacing, not a step's)."""
     if not gaps:
         return math.nan
     clean = 1.0 / clean_rate if math.isfinite(clean_rate) and clean_rate > 0 else statistics.median(gaps)
@@ -85,15 +122,20 @@ def row(folder: Path) -> tuple[str, float, bool]:
     itl = next((e["value"] for e in v["evidence"] if e["rule"] == "itl-depth"), None)
     flags = " ".join(json.loads((folder / "server_args.json").read_text()))
     depth, felt = truth.get("ratio"), itl
+    gaps = client_gaps(folder, truth["start"], truth["end"])
     off = (f"{(felt / depth - 1):+.0%}" if isinstance(felt, float) and isinstance(depth, float) and depth > 0
            and math.isfinite(felt) and math.isfinite(depth) else "-")
     cause = cause_of(folder.name, c["preemption"]["total"])
     # where the cause is none, a verdict that finds only minor mechanisms (nothing to act on) is right too
     right = v["mechanism"] == cause or (cause == "none" and all(f["severity"] == "minor" for f in v["found"]))
-    line = (f"| {folder.name} | {flags} | {_f(depth)} | {_f(truth.get('decode_time_lost_share'))} | "
-            f"{_f(truth['stalls']['stalled_share'])} | {_f(beyond_clean(folder, truth['start'], truth['end'], _rate(truth)))} | "
+    lost, sharing = truth.get("decode_time_lost_share"), losses["step_time_sharing"]
+    loss_off = (f" ({sharing / lost - 1:+.0%})" if isinstance(lost, float) and isinstance(sharing, float)
+                and math.isfinite(lost) and lost > 0 and math.isfinite(sharing) else "")
+    line = (f"| {folder.name} | {flags} | {_f(depth)} | {_f(lost)} | "
+            f"{_f(truth['stalls']['stalled_share'])} | {_f(beyond_clean(gaps, _rate(truth)))} | {_f(read_together(gaps))} | "
+            f"{sum(g > 1.0 for g in gaps)} / {_f(engine_gaps_over(folder, truth['start'], truth['end']), '.0f')} | "
             f"{v['mechanism']} {v['confidence']:.2f} | {_f(felt)} ({off}) | "
-            f"{_f(losses['step_time_sharing'])} / {_f(losses['preemption_stall'])} / {_f(losses['eviction'])} |")
+            f"{_f(sharing)}{loss_off} / {_f(losses['preemption_stall'])} / {_f(losses['eviction'])} |")
     return line, float(v["confidence"]), right
 
 
@@ -102,8 +144,9 @@ def main() -> int:
     parser.add_argument("folders", nargs="+", type=Path)
     opts = parser.parse_args()
     print("| run | flags | clients: depth | clients: lost | clients: stalled | clients: beyond 3x clean gap | "
-          "census verdict, confidence | census depth (ITL; vs clients) | census loss: sharing / preemption / eviction |")
-    print("|---|---|---|---|---|---|---|---|---|")
+          "clients: read together | gaps over 1 s: clients / engine | census verdict, confidence | census depth (ITL; vs clients) | "
+          "census loss: sharing (vs clients' lost) / preemption / eviction |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     sure = right = 0
     for folder in opts.folders:
         if not (folder / "truth.json").exists():

@@ -112,10 +112,11 @@ def test_the_census_names_step_time_sharing_from_vllms_own_counters(sharing: Vll
 
 def test_the_sharing_verdict_is_sure_and_as_deep_as_the_clients_felt(sharing: VllmRun) -> None:
     """The counted step ledger and the ITL histogram are there: a plain collapse reaches 0.7, and the depth the
-    census reports (the ITL histogram's, over the spans that carried prefill) is the clients' within a factor 2
-    (BENCHMARKS.md holds the 25 % goal on longer runs; a 30 s phase on a shared CI machine is noisier). Where
-    every prefill ends inside a scrape (a 1,000-token prompt here takes 0.6-1 s), the census gives a bracket,
-    one chunk step's own depth to the spans' depth, and the clients' depth must lie in it."""
+    census reports (the ITL histogram's over the spans that carried prefill, or over the prompts' own waits where
+    those are readable) is the clients' within a factor 2 (BENCHMARKS.md holds the 25 % goal on longer runs; a
+    30 s phase on a shared CI machine is noisier). Where every prefill ends inside a scrape (a 1,000-token prompt
+    here takes 0.1-1 s), the census gives a bracket, one chunk step's own depth to the reported depth, and the
+    clients' depth must lie in it."""
     verdict = sharing.report.verdict
     assert verdict.mechanism is Mechanism.STEP_TIME_SHARING, verdict.headline
     assert verdict.confidence >= 0.7, (verdict.confidence, verdict.settle)

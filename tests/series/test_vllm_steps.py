@@ -11,6 +11,7 @@ from pdcensus.series.vllm_steps import (
     itl_depth,
     prompt_window_depth,
     step_spans,
+    summed_below,
 )
 
 NAN = float("nan")
@@ -54,26 +55,45 @@ def test_itl_depth_is_pace_in_chunk_spans_over_pace_without() -> None:
     assert np.isclose(lost, (6.0 - 3 * 0.05) / 12.0)
 
 
-def test_the_pace_over_the_prompts_waits_puts_the_spans_excess_inside_them() -> None:
-    # three decoders; two 1 s intervals carry a short prefill each, two are clean at 20 ms a token. In the
-    # marked ones decoders waited 3 s for 100 tokens (2 s at the clean pace, 1 s beyond it), while the
-    # prompts' own waits were 0.25 s each: the excess falls inside those, so decoders' pace there is
-    # 1 - (1 - span) x wall / waits, far deeper than the span's
-    cs = CountedSteps(np.array([NAN, 50, 40, 50, 40.0]), np.array([False, True, True, True, True]),
-                      np.arange(5), np.array([NAN, 3, 1.5, 3, 1.5]), np.array([NAN, 150, 50, 150, 50.0]),
-                      np.array([NAN, 0, 0.25, 0, 0.25]))
-    chunk = np.array([False, False, True, False, True])
+def test_the_pace_over_the_prompts_waits_is_the_tokens_a_decoder_got_in_them() -> None:
+    # three decoders at 20 ms a step; intervals 3 and 5 each hold one prompt: it arrives at 0.31 s, the step in
+    # flight ends at 0.32 s, its one 0.5 s chunk step ends at 0.82 s with its first token (a 0.51 s wait), then
+    # nine fast steps; a decoder's own 32-token re-prompt waited 25 ms beside it. Inside each wait a decoder got
+    # 2 tokens in 0.51 s: 0.0784 of the clean pace, where the span reads 0.52 and one chunk step 0.04 (k = 1:
+    # (k + 1) / k times it)
+    n = 7
+    clean_row, chunk_row = (50.0, 3.0, 150.0, 0.0), (26.0, 3.0, 78.0, 0.51 + 0.025)
+    rows = [chunk_row if i in (3, 5) else clean_row for i in range(n)]
+    steps, itl_s, itl_c, ttft = (np.array([NAN] + [r[k] for r in rows[1:]]) for k in range(4))
+    busy = np.r_[False, np.ones(n - 1, bool)]
+    cs = CountedSteps(steps, busy, step_spans(steps, busy), itl_s, itl_c, ttft)
+    bounds = np.array([0.05, 0.25, 0.5, 1.0, np.inf])
+    inc = np.zeros((n, 5))
+    inc[[3, 5]] = [1, 1, 1, 2, 2]  # cumulative: the re-prompt under 50 ms, the prompt in (0.5, 1]
+    chunk, clean, dt = np.isin(np.arange(n), [3, 5]), np.isin(np.arange(n), [1, 2, 4, 6]), np.r_[NAN, np.ones(n - 1)]
+    w = prompt_window_depth(cs, chunk, np.zeros(n, bool), clean, dt, bounds, inc, chunk_depth=0.02 / 0.5)
+    assert w is not None and w.prompts == 2 and np.isclose(w.mean_wait_seconds, 0.51)
+    assert np.isclose(w.chunk_steps, 0.51 / 0.5) and np.isclose(w.depth, 0.04 + 0.02 / 0.51)
+    clients = (2 / 0.51) / 50
+    assert abs(w.depth / clients - 1) < 0.02  # the arrival's half step in flight is the 1 % left
     span, _, _, _ = itl_depth(cs, chunk)
-    assert abs(span - (50 / 1.5) / (150 / 3)) < 1e-12
-    depth, waits, wall = prompt_window_depth(cs, chunk, np.array([NAN, 1, 1, 1, 1.0]), np.zeros(5, bool), span)
-    assert (waits, wall) == (0.5, 2.0)
-    assert abs(depth - (1 - (1 - span) * 2.0 / 0.5)) < 1e-12 and depth < span
-    # waits that fill the spans (prefill across them): the span's own pace
-    full = CountedSteps(cs.steps, cs.busy, cs.span, cs.itl_seconds, cs.itl_tokens, np.array([NAN, 0, 1.2, 0, 1.0]))
-    assert prompt_window_depth(full, chunk, np.array([NAN, 1, 1, 1, 1.0]), np.zeros(5, bool), span)[0] == span
-    # no TTFT sum: nothing to read
-    assert np.isnan(prompt_window_depth(_steps([NAN, 1], [False, True]), chunk[:2], np.ones(2), np.zeros(2, bool),
-                                        span)[0])
+    assert np.isclose(span, 0.52) and w.depth < span
+    # one wait is no mean; no TTFT sum or no chunk step's depth, nothing to read
+    inc1 = inc.copy()
+    inc1[5] = 0
+    assert prompt_window_depth(cs, chunk, np.zeros(n, bool), clean, dt, bounds, inc1, 0.04) is None
+    bare = CountedSteps(steps, busy, cs.span, itl_s, itl_c)
+    assert prompt_window_depth(bare, chunk, np.zeros(n, bool), clean, dt, bounds, inc, 0.04) is None
+    assert prompt_window_depth(cs, chunk, np.zeros(n, bool), clean, dt, bounds, inc, NAN) is None
+    # waits shorter than the mean long gap held no chunk step of that length: those gaps are something else
+    assert prompt_window_depth(cs, chunk, np.zeros(n, bool), clean, dt, bounds, inc, 0.02 / 0.6) is None
+
+
+def test_the_sum_below_a_point_reads_each_bucket_spread_evenly() -> None:
+    bounds, counts = np.array([1.0, 2.0, np.inf]), np.array([2.0, 6.0, 7.0])
+    assert np.isclose(summed_below(bounds, counts, 1.0), 2 * 0.5)
+    assert np.isclose(summed_below(bounds, counts, 1.5), 2 * 0.5 + 4 * 0.5 * 1.25)
+    assert np.isclose(summed_below(bounds, counts, 9.0), 2 * 0.5 + 4 * 1.5)  # the +Inf bucket has no midpoint
 
 
 def test_a_scrape_that_cuts_a_chunk_step_holds_its_beginning() -> None:

@@ -195,7 +195,7 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         itl = s.histograms.get(Signal.ITL)
         if itl is not None and np.isfinite(felt):
             felt, felt_chunk, more = _felt_in_waits(s.counted_steps, marked, left_out, ~steps_spans & ~stalled, dt,
-                                                    itl.upper_bounds, itl.increases, felt, felt_basis == ITL_ALL)
+                                                    itl, s.histograms.get(Signal.TTFT), felt, felt_basis == ITL_ALL)
             felt_basis += more
     return VerdictInputs(
         shape_proven=m.proven, shape_reason=m.shape_reason, samples=int(valid.sum()), idle_samples=int(idle.sum()),
@@ -226,30 +226,32 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
 
 
 def _felt_in_waits(cs: CountedSteps, chunk: np.ndarray, left_out: np.ndarray, clean: np.ndarray, dt: np.ndarray,
-                   upper_bounds: np.ndarray, increases: np.ndarray, span_felt: float,
-                   inside: bool) -> tuple[float, float, str]:
+                   itl: Histogram, ttft: Histogram | None, span_felt: float, inside: bool) -> tuple[float, float, str]:
     """The depth over the prompts' own waits, bracketed by one chunk step's: ``(depth, chunk_depth, basis note)``.
 
     A span also holds the decode-only steps before and after its prefill (all of them where the prefill ends
     inside a scrape; the edges where it runs across): those dilute the span's pace. The spans' excess wait
-    falls inside the prompts' waits for a first token (vLLM's TTFT sum), so the pace over those waits is
-    the depth while it acts (:func:`pdcensus.series.vllm_steps.prompt_window_depth`), never below one chunk
-    step's own (:func:`pdcensus.series.vllm_steps.chunk_step_depth`). Unchanged where neither is readable.
+    falls inside the prompts' waits for a first token (vLLM's TTFT histogram), so the pace over those waits
+    is the depth while it acts (:func:`pdcensus.series.vllm_steps.prompt_window_depth`), between one chunk
+    step's own (:func:`pdcensus.series.vllm_steps.chunk_step_depth`) and the span's. Unchanged where neither
+    is readable.
     """
     marked = span_mask(cs, chunk) & ~left_out
-    bound = chunk_step_depth(cs, marked, clean, upper_bounds, increases)
+    bound = chunk_step_depth(cs, marked, clean, itl.upper_bounds, itl.increases)
     if not np.isfinite(bound) or bound >= span_felt:
         return span_felt, float("nan"), ""
     note = (f"; prefill ends inside a scrape here, so a span mixes its chunk step with decode-only steps: one chunk "
             f"step itself holds decoders to {bound:.3f} of the clean pace (the mean gap beyond 3 clean gaps), and the "
             "depth while it acts lies between the two") if inside else ""
-    waited, waits, wall = prompt_window_depth(cs, chunk, dt, left_out, span_felt)
-    if not np.isfinite(waited) or waited >= span_felt:
+    waits = None if ttft is None else prompt_window_depth(cs, chunk, left_out, clean, dt, ttft.upper_bounds,
+                                                            ttft.increases, bound)
+    if waits is None:
         return span_felt, bound if inside else float("nan"), note
-    felt = max(waited, bound)
-    note += (f"; over the prompts' waits for a first token ({waits:.1f} s of TTFT in {wall:.1f} s of those spans, "
-             f"whose pace is {span_felt:.3f}) it is {felt:.3f}"
-             + (f", one chunk step's own depth (the waits' reading, {waited:.3f}, is below it)" if waited < bound else ""))
+    felt = min(waits.depth, span_felt)
+    note += (f"; over the prompts' waits for a first token ({waits.prompts:.0f} waits beyond 3 clean gaps, "
+             f"{waits.mean_wait_seconds:.2f} s on average: {waits.chunk_steps:.1f} chunk steps, each giving a decoder "
+             f"one token, and the token of the step in flight at the arrival) it is {felt:.3f}"
+             + (f" (the waits' reading, {waits.depth:.3f}, is above the spans' pace)" if felt != waits.depth else ""))
     return felt, bound, note
 
 

@@ -173,26 +173,66 @@ def itl_depth(cs: CountedSteps, chunk: np.ndarray,
     return (c_in / s_in) / (c_out / s_out), lost, int(c_in), int(c_out)
 
 
-def prompt_window_depth(cs: CountedSteps, chunk: np.ndarray, interval_seconds: np.ndarray, exclude: np.ndarray,
-                        span_depth: float) -> tuple[float, float, float]:
-    """Decoders' pace while the prompts waited for their first token, over the clean pace.
+@dataclass(frozen=True)
+class PromptWindows:
+    """Decoders' pace over the prompts' waits for a first token (:func:`prompt_window_depth`)."""
 
-    ``span_depth`` is the pace in the marked spans (:func:`itl_depth`): a decoder there waited
-    ``W x (1 - span_depth)`` seconds beyond the clean pace, ``W`` the spans' wall seconds. That
-    excess falls inside the prompts' own waits (their chunk steps run between arrival and first
-    token), whose total is the TTFT sum ended in the spans, ``T``. So over the waits the pace is
-    ``1 - (1 - span_depth) x W / min(T, W)``: the span's depth where the waits fill the spans,
-    deeper where they are short inside them. Returns ``(depth, T, W)``; NaN without the TTFT sum.
+    depth: float  # tokens per second of a decoder's time in the waits, over the clean pace
+    prompts: float  # waits beyond ``long_steps`` clean gaps ended in the spans (vLLM's TTFT histogram)
+    mean_wait_seconds: float  # their mean (their sum at most the spans' wall: overlapping waits are one window)
+    chunk_steps: float  # chunk steps per wait: the mean wait over one chunk step's mean length
+
+
+MIN_PROMPT_WINDOWS = 2.0  # one wait is no mean
+
+
+def clean_pace(cs: CountedSteps, clean: np.ndarray, ok: np.ndarray) -> float:
+    """Decoders' seconds per token in the ``clean`` intervals (inter-token sum / count); NaN under ten tokens."""
+    if cs.itl_seconds is None or cs.itl_tokens is None:
+        return float("nan")
+    c = ok & np.asarray(clean, dtype=bool) & np.isfinite(cs.itl_seconds) & np.isfinite(cs.itl_tokens)
+    tokens = float(cs.itl_tokens[c].sum())
+    return float(cs.itl_seconds[c].sum()) / tokens if tokens >= 10 else float("nan")
+
+
+def prompt_window_depth(cs: CountedSteps, chunk: np.ndarray, left_out: np.ndarray, clean: np.ndarray,
+                        interval_seconds: np.ndarray, ttft_bounds: np.ndarray, ttft_increases: np.ndarray,
+                        chunk_depth: float, long_steps: float = 3.0) -> PromptWindows | None:
+    """Decoders' pace while the prompts waited for their first token, over the clean pace ``p``.
+
+    A prompt's wait ends with the step that gives its first token, and it begins inside the step
+    then in flight: a decoder gets that step's token, then one per chunk step of the prompt. So a
+    wait of ``k`` chunk steps gives a decoder ``k + 1`` tokens in about ``k`` chunk steps, and
+    its pace there is ``(k + 1) / k`` times one chunk step's own (``chunk_depth``, from the long
+    inter-token gaps). ``k`` is the mean wait ``W`` over one chunk step's mean length
+    ``p / chunk_depth``, so the depth is ``chunk_depth + p / W``.
+
+    The waits are the TTFT histogram's observations beyond ``long_steps`` clean gaps in the spans
+    (a prompt answered at the clean pace waited through no chunk step: it is no window) and their
+    sum, the TTFT sum less the shorter ones read at their buckets' midpoints. A wait that also holds
+    decode-only steps (a queue) gives more tokens than this counts, so the reading is at most as
+    deep as the clients' there. None without the TTFT sum and histogram, ten clean tokens or
+    ``MIN_PROMPT_WINDOWS`` waits, and where the mean wait is shorter than one chunk step (the long gaps
+    are then no prompt's chunk steps: a host's hiccups beside short prompts).
     """
-    if cs.ttft_seconds is None or not np.isfinite(span_depth):
-        return float("nan"), float("nan"), float("nan")
-    dt = np.asarray(interval_seconds, dtype=np.float64)
-    ok = cs.busy & np.isfinite(dt) & np.isfinite(cs.ttft_seconds) & ~np.asarray(exclude, dtype=bool)
-    marked = span_mask(cs, chunk) & ok
-    wall, waits = float(dt[marked].sum()), float(cs.ttft_seconds[marked].sum())
-    if wall <= 0 or waits <= 0:
-        return float("nan"), waits, wall
-    return 1.0 - (1.0 - span_depth) * wall / min(waits, wall), waits, wall
+    if cs.ttft_seconds is None or not np.isfinite(chunk_depth) or chunk_depth <= 0:
+        return None
+    inc, dt = np.asarray(ttft_increases, dtype=np.float64), np.asarray(interval_seconds, dtype=np.float64)
+    ok = cs.busy & np.isfinite(dt) & np.isfinite(cs.ttft_seconds) & np.isfinite(inc).all(axis=1)
+    pace = clean_pace(cs, clean, cs.busy)
+    marked = span_mask(cs, chunk) & ok & ~np.asarray(left_out, dtype=bool)
+    if not np.isfinite(pace):
+        return None
+    bounds, counts = np.asarray(ttft_bounds, dtype=np.float64), inc[marked].sum(axis=0)
+    prompts = observations_above(bounds, counts, long_steps * pace)
+    waits = min(float(cs.ttft_seconds[marked].sum()) - summed_below(bounds, counts, long_steps * pace),
+                float(dt[marked].sum()))
+    if prompts < MIN_PROMPT_WINDOWS or waits <= 0:
+        return None
+    mean_wait, chunk_seconds = waits / prompts, pace / chunk_depth
+    if mean_wait < chunk_seconds:  # a wait holds at least the chunk step that ends it: these waits held other steps
+        return None
+    return PromptWindows(chunk_depth + pace / mean_wait, prompts, mean_wait, mean_wait / chunk_seconds)
 
 
 def observations_above(bounds: np.ndarray, counts: np.ndarray, x: float) -> float:
@@ -209,6 +249,20 @@ def observations_above(bounds: np.ndarray, counts: np.ndarray, x: float) -> floa
     return float(total - counts[at] + inside)
 
 
+def summed_below(bounds: np.ndarray, counts: np.ndarray, x: float) -> float:
+    """The sum of the observations at or below ``x`` in a cumulative histogram, each bucket's read as spread
+    evenly (its part below ``x`` at that part's midpoint); ``x`` beyond the last finite bound counts to it."""
+    lower = np.r_[0.0, bounds[:-1]]
+    per = np.diff(np.r_[0.0, counts])
+    total = 0.0
+    for lo, hi, n in zip(lower, bounds, per, strict=True):
+        if n <= 0 or lo >= x or not np.isfinite(hi):
+            continue
+        top = min(hi, x)
+        total += n * ((top - lo) / (hi - lo) if hi > lo else 1.0) * (lo + top) / 2.0
+    return total
+
+
 def chunk_step_depth(cs: CountedSteps, marked: np.ndarray, clean: np.ndarray, upper_bounds: np.ndarray,
                      increases: np.ndarray, long_steps: float = 3.0) -> float:
     """Decoders' pace in one chunk step over the clean pace: the clean pace (seconds per token without prefill)
@@ -218,11 +272,9 @@ def chunk_step_depth(cs: CountedSteps, marked: np.ndarray, clean: np.ndarray, up
     if cs.itl_seconds is None or cs.itl_tokens is None:
         return float("nan")
     ok = cs.busy & np.isfinite(cs.itl_seconds) & np.isfinite(cs.itl_tokens) & np.isfinite(increases).all(axis=1)
-    m, c = ok & np.asarray(marked, dtype=bool), ok & np.asarray(clean, dtype=bool)
-    c_tokens = float(cs.itl_tokens[c].sum())
-    if c_tokens <= 0 or not m.any():
+    m, pace = ok & np.asarray(marked, dtype=bool), clean_pace(cs, clean, ok)
+    if not np.isfinite(pace) or not m.any():
         return float("nan")
-    pace = float(cs.itl_seconds[c].sum()) / c_tokens
     counts = increases[m].sum(axis=0)
     n_long = observations_above(np.asarray(upper_bounds, dtype=float), counts, long_steps * pace)
     n_fast = float(cs.itl_tokens[m].sum()) - n_long
