@@ -85,8 +85,9 @@ def test_the_pace_over_the_prompts_waits_is_the_tokens_a_decoder_got_in_them() -
     bare = CountedSteps(steps, busy, cs.span, itl_s, itl_c)
     assert prompt_window_depth(bare, chunk, np.zeros(n, bool), clean, dt, bounds, inc, 0.04) is None
     assert prompt_window_depth(cs, chunk, np.zeros(n, bool), clean, dt, bounds, inc, NAN) is None
-    # waits shorter than the mean long gap held no chunk step of that length: those gaps are something else
-    assert prompt_window_depth(cs, chunk, np.zeros(n, bool), clean, dt, bounds, inc, 0.02 / 0.6) is None
+    # waits far shorter than the mean long gap held no chunk step of that length: those gaps are something else
+    assert prompt_window_depth(cs, chunk, np.zeros(n, bool), clean, dt, bounds, inc, 0.02 / 0.6) is not None
+    assert prompt_window_depth(cs, chunk, np.zeros(n, bool), clean, dt, bounds, inc, 0.02 / 1.1) is None
 
 
 def test_the_sum_below_a_point_reads_each_bucket_spread_evenly() -> None:

@@ -184,6 +184,11 @@ class PromptWindows:
 
 
 MIN_PROMPT_WINDOWS = 2.0  # one wait is no mean
+# a wait holds the chunk step that ends it, so the mean wait is at least one mean chunk step, but for the waits of
+# re-prompts that ran no chunk step and long gaps from other causes, which both means also hold: below half a
+# step the waits are not these chunk steps' (live vLLM: 0.9 where each prompt is one chunk step, 0.2-0.3 beside
+# short prompts only or prompts far shorter than the host's other long gaps)
+MIN_CHUNK_STEPS_PER_WAIT = 0.5
 
 
 def clean_pace(cs: CountedSteps, clean: np.ndarray, ok: np.ndarray) -> float:
@@ -212,8 +217,8 @@ def prompt_window_depth(cs: CountedSteps, chunk: np.ndarray, left_out: np.ndarra
     sum, the TTFT sum less the shorter ones read at their buckets' midpoints. A wait that also holds
     decode-only steps (a queue) gives more tokens than this counts, so the reading is at most as
     deep as the clients' there. None without the TTFT sum and histogram, ten clean tokens or
-    ``MIN_PROMPT_WINDOWS`` waits, and where the mean wait is shorter than one chunk step (the long gaps
-    are then no prompt's chunk steps: a host's hiccups beside short prompts).
+    ``MIN_PROMPT_WINDOWS`` waits, and where the mean wait is under ``MIN_CHUNK_STEPS_PER_WAIT`` chunk
+    steps (the long gaps are then no prompt's chunk steps: a host's hiccups beside short prompts).
     """
     if cs.ttft_seconds is None or not np.isfinite(chunk_depth) or chunk_depth <= 0:
         return None
@@ -230,7 +235,7 @@ def prompt_window_depth(cs: CountedSteps, chunk: np.ndarray, left_out: np.ndarra
     if prompts < MIN_PROMPT_WINDOWS or waits <= 0:
         return None
     mean_wait, chunk_seconds = waits / prompts, pace / chunk_depth
-    if mean_wait < chunk_seconds:  # a wait holds at least the chunk step that ends it: these waits held other steps
+    if mean_wait < MIN_CHUNK_STEPS_PER_WAIT * chunk_seconds:
         return None
     return PromptWindows(chunk_depth + pace / mean_wait, prompts, mean_wait, mean_wait / chunk_seconds)
 
