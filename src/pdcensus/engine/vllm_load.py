@@ -20,8 +20,10 @@ The phases are ``(start, end)`` offsets from the load's start; the load ends at
 from __future__ import annotations
 
 import asyncio
+import itertools
 import random
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -59,16 +61,30 @@ def random_ids(rng: random.Random, count: int) -> list[int]:
     return [rng.randint(VOCAB_LOW, VOCAB_HIGH) for _ in range(count)]
 
 
-def prompt_ids(plan: VllmPlan, count: int) -> list[list[int]]:
-    """The prompt session's prompts, in the order they are sent (see the module doc)."""
+def prompt_stream(plan: VllmPlan) -> Iterator[list[int]]:
+    """The prompt session's prompts, in the order they are sent, without end (see the module doc).
+
+    Drawn as they are sent: a phase holds as many prompts as the engine answers in it (a fast host
+    answered 1,000-token prompts in 0.11 s, and a list sized at one prompt a second ran dry 4 s
+    into a 30 s phase)."""
     rng = random.Random(plan.seed)
     if plan.shared_prefix_tokens <= 0 or plan.sessions <= 0:
-        return [random_ids(rng, plan.prompt_tokens) for _ in range(count)]
+        while True:
+            yield random_ids(rng, plan.prompt_tokens)
     prefix = random_ids(rng, plan.shared_prefix_tokens)
-    turns = count // plan.sessions + 1
-    histories = [random_ids(rng, plan.turn_tokens * turns) for _ in range(plan.sessions)]
-    return [prefix + histories[i % plan.sessions][: plan.turn_tokens * (i // plan.sessions + 1)]
-            for i in range(count)]
+    histories: list[list[int]] = [[] for _ in range(plan.sessions)]
+    session_rngs = [random.Random(rng.getrandbits(64)) for _ in range(plan.sessions)]
+    turn = 0
+    while True:
+        i = turn % plan.sessions
+        histories[i] += random_ids(session_rngs[i], plan.turn_tokens)
+        yield prefix + histories[i]
+        turn += 1
+
+
+def prompt_ids(plan: VllmPlan, count: int) -> list[list[int]]:
+    """The first ``count`` prompts of :func:`prompt_stream`."""
+    return list(itertools.islice(prompt_stream(plan), count))
 
 
 def _body(ids: list[int], max_tokens: int, *, ignore_eos: bool) -> dict[str, Any]:
@@ -92,12 +108,12 @@ async def _decoder(client: httpx.AsyncClient, url: str, stream: int, plan: VllmP
 async def _prompter(client: httpx.AsyncClient, url: str, plan: VllmPlan, t0: float, out: list[RequestRecord]) -> None:
     if not plan.phases or plan.prompt_tokens <= 0 and plan.shared_prefix_tokens <= 0:
         return
-    queue = prompt_ids(plan, int(sum(b - a for a, b in plan.phases)) + 8)
+    prompts = prompt_stream(plan)
     index = 0
     for begin, end in plan.phases:
         await asyncio.sleep(max(0.0, t0 + begin - time.time()))
-        while time.time() < t0 + end and index < len(queue):
-            ids = queue[index]
+        while time.time() < t0 + end:
+            ids = next(prompts)
             record = RequestRecord("prompt", 0, index, time.time(), prompt_tokens=len(ids))
             out.append(record)
             await stream_one(client, url, record, _body(ids, plan.prompt_max_tokens, ignore_eos=True))
