@@ -62,7 +62,7 @@ from pdcensus.errors import UsageError
 from pdcensus.series.profiles import Signal
 from pdcensus.sim.fitted import TraceRequest
 from pdcensus.whatif.arrivals import first_tokens, restarts_from
-from pdcensus.whatif.lengths import draw_in_bucket, draw_length, expected_length
+from pdcensus.whatif.lengths import draw_in_bucket, draw_length, expected_length, long_prompt_size
 
 BLOCK_SECONDS = 15.0
 PROMPT_SIGMA = 0.6
@@ -322,7 +322,7 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
         excess = over[over > LONG_FACTOR * short]
     else:
         excess = np.array([w - k * short for w, k in zip(work, n) if k >= 1 and w - k * short > LONG_FACTOR * short])
-    long_size = float(np.median(excess)) if excess.size else 0.0
+    long_size = long_prompt_size(lengths[0], short, LONG_FACTOR, excess)
     total = float(np.sum(n))
     mean_output = float(np.sum(generated)) / total if total > 0 else 1.0
     notes.append(f"requests from the {basis}; prompt work from the census's prefill signal")
