@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import io
 import math
-import time
 from pathlib import Path
 
 import pytest
@@ -66,23 +65,21 @@ def test_error_quotes_are_cut_to_about_80_characters() -> None:
     assert len(str(caught.value)) < 400
 
 
+@pytest.mark.timeout(120)  # a quadratic reader of 5 MB would not finish: the harness stops it (speed: BENCHMARKS.md)
 def test_megabyte_label_value_is_read_in_linear_time() -> None:
     big = "v" * 4_000_000 + '\\"' + "w" * 1_000_000
     data = f'g{{a="{big}"}} 7\nh 1\n'.encode()
-    started = time.perf_counter()
     endpoint = parse_scrape(data, scrape_time=1.0).endpoint()
-    assert time.perf_counter() - started < 10
     (key,) = endpoint.select("g")
     assert key.label("a") == "v" * 4_000_000 + '"' + "w" * 1_000_000
     assert endpoint.column(key)[0][0] == 7.0
 
 
+@pytest.mark.timeout(120)  # a quadratic scan for the closing quote would not finish: the harness stops it
 def test_megabyte_unterminated_label_value_fails_fast() -> None:
     data = b'g{a="' + b"v" * 5_000_000 + b" 1\n"
-    started = time.perf_counter()
     with pytest.raises(RecordingParseError, match="unterminated"):
         parse_scrape(data, scrape_time=1.0)
-    assert time.perf_counter() - started < 10
 
 
 def test_label_values_with_braces_commas_hashes_spaces_and_escapes_are_read() -> None:
