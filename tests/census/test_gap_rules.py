@@ -12,7 +12,7 @@ import numpy as np
 from pdcensus.census.prefill_progress import admission_to_completion
 from pdcensus.census.recovery import since_long_prompt
 from pdcensus.census.shape import data_rows
-from pdcensus.census.signals import admitted_not_done
+from pdcensus.census.vllm_counted import admitted_not_done
 from pdcensus.series.model import Endpoint, SeriesKey
 
 

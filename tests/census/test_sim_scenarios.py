@@ -78,8 +78,10 @@ def test_estimated_loss_shares_track_the_truth(run_scenario):
 
 
 @pytest.mark.slow
-def test_plain_vllm_export_is_ranked_without_a_ledger_and_not_confidently_wrong(run_scenario):
+def test_plain_vllm_export_is_ranked_by_the_counted_ledger_and_not_confidently_wrong(run_scenario):
+    # a prompt in every 15 s scrape: the decode-only step is timed where the scrape's prompts each cost less
+    # than one decode-only step at the prompt cost fitted on every span (pdcensus.series.vllm_steps.prefill_cost)
     truth, report = run_scenario("step-time-sharing", 0, "vllm")
-    assert report.profile.startswith("vllm") and not report.ledger.available
+    assert report.profile.startswith("vllm") and report.ledger.available
     assert report.verdict.mechanism.value == truth["mechanism"] or report.verdict.confidence < 0.7
     assert report.verdict.mechanism != Mechanism.NONE or report.verdict.confidence < 0.7

@@ -5,10 +5,12 @@ from __future__ import annotations
 import numpy as np
 
 from pdcensus.series.vllm_steps import (
+    MIN_FIT_SPANS,
     CountedSteps,
     counted_ledger,
     in_flight_before,
     itl_depth,
+    prefill_cost,
     prompt_window_depth,
     step_spans,
     summed_below,
@@ -112,3 +114,46 @@ def test_a_scrape_that_cuts_a_chunk_step_holds_its_beginning() -> None:
     # a few steps of jitter before a prompt's interval is no chunk in flight
     steps[12] = 46
     assert not in_flight_before(cs, np.r_[NAN, np.ones(n - 1)], chunk).any()
+
+
+def _busy_rows(n: int, rng: np.random.Generator, d: float, c: float, prompts: np.ndarray,
+               jitter: float = 0.0) -> tuple[CountedSteps, np.ndarray]:
+    """``n`` one-second scrapes of an endpoint always busy: each scrape's steps at ``d`` plus its prompts at ``c``."""
+    busy = np.r_[False, np.ones(n - 1, dtype=bool)]
+    steps = np.floor((1.0 - c * prompts) / d)
+    wall = steps * d + c * prompts + jitter * rng.standard_normal(n)
+    steps[0] = NAN
+    return CountedSteps(steps, busy, step_spans(steps, busy), None, None), wall
+
+
+def test_the_fitted_prompt_cost_tells_a_re_prompt_from_a_long_prompt_where_every_scrape_holds_one() -> None:
+    rng = np.random.default_rng(7)
+    n = 120
+    prompts = rng.choice([16.0, 32.0, 48.0], size=n)  # decoders' own re-prompts in every scrape
+    prompts[10::6] += 3000.0  # and a long prompt every 6 s
+    cs, wall = _busy_rows(n, rng, d=0.008, c=1.2e-4, prompts=prompts, jitter=0.002)
+    cost = prefill_cost(cs, wall, prompts, np.zeros(n, dtype=bool))
+    assert cost is not None and cost.spans == n - 1
+    assert abs(cost.decode_step_seconds / 0.008 - 1) < 0.05 and abs(cost.seconds_per_prompt_token / 1.2e-4 - 1) < 0.1
+    assert abs(cost.tokens_per_decode_step / (0.008 / 1.2e-4) - 1) < 0.15
+    # 3,000 tokens cost 45 decode-only steps; 48 tokens 5.8 ms, under one
+    assert set(np.flatnonzero(cost.material(prompts))) == set(range(10, n, 6))
+    # three 32-token re-prompts in one scrape are 96 tokens (11.5 ms, over one step) but three prompts under it
+    three = np.array([96.0, 96.0, 3096.0])
+    assert list(cost.material(three, np.array([3.0, 1.0, 4.0]))) == [False, True, True]
+
+
+def test_no_prompt_cost_is_fitted_without_spread_in_the_prompts_or_with_a_rate_that_is_not_positive() -> None:
+    rng = np.random.default_rng(8)
+    n = 60
+    flat = np.full(n, 64.0)
+    cs, wall = _busy_rows(n, rng, d=0.008, c=1.2e-4, prompts=flat)
+    assert prefill_cost(cs, wall, flat, np.zeros(n, dtype=bool)) is None  # steps and tokens: one direction
+    prompts = rng.choice([0.0, 500.0], size=n)
+    cs, wall = _busy_rows(n, rng, d=0.008, c=0.0, prompts=prompts, jitter=0.003)
+    wall = wall - 2e-5 * prompts  # prompts "save" time: no positive cost
+    assert prefill_cost(cs, wall, prompts, np.zeros(n, dtype=bool)) is None
+    few = np.zeros(n, dtype=bool)
+    few[: n - MIN_FIT_SPANS + 2] = True  # preempted spans are not fitted: too few left
+    cs, wall = _busy_rows(n, rng, d=0.008, c=1.2e-4, prompts=prompts)
+    assert prefill_cost(cs, wall, prompts, few) is None

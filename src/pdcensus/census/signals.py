@@ -35,8 +35,9 @@ import numpy as np
 from pdcensus.census.counters import summed_gauge
 from pdcensus.census.prefill_progress import PrefillBasis, PrefillProgress, reconstruct
 from pdcensus.census.usable import LeftOut, bounded_rate
+from pdcensus.census.vllm_counted import VllmCounted, prompt_or_queries_spanned, vllm_counted
 from pdcensus.engines import PromptCounting, record
-from pdcensus.series.engine_ledger import ledger_increases, ledger_spanned, term_increases, term_spanned
+from pdcensus.series.engine_ledger import ledger_increases, ledger_spanned, term_increases
 from pdcensus.series.increases import spanned, summed_increase
 from pdcensus.series.llamacpp import census_overrides as llamacpp_overrides
 from pdcensus.series.model import Endpoint
@@ -54,11 +55,8 @@ from pdcensus.series.profiles import (
     Profile,
     Signal,
 )
-from pdcensus.series.vllm_steps import CountedSteps, counted_ledger, counted_steps, in_flight_before
+from pdcensus.series.vllm_steps import CountedSteps
 
-# as pdcensus.census.ledger.MIN_REFERENCE_INTERVALS (which imports this module): fewer decode-only intervals
-# than this give no undisturbed step, and a counted ledger without one would charge all chunk time to sharing
-MIN_REFERENCE_INTERVALS = 10
 
 
 @dataclass(frozen=True)
@@ -101,6 +99,8 @@ class ShapeSignals:
     # per counter signal, the rows whose increase is a share of a span over a missing sample
     # (pdcensus.series.increases.spanned); absent: none is
     spanned: dict[Signal, np.ndarray] = field(default_factory=dict)
+    # vLLM: the whole counted ledger (pdcensus.census.vllm_counted), the step-size count included
+    vllm: VllmCounted | None = None
 
     @property
     def n(self) -> int:
@@ -229,91 +229,11 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
                                   gauges.get(Signal.WAITING), finished, Signal.ITERATION_TOKENS in histograms, spans)
         prefill, _ = bounded_rate(progress.tokens_per_second, "reconstructed prefill rate")
         basis = progress.basis
-    steps, chunk, across = _vllm_counted(profile, endpoint, rows, dt, increases, gauges, prefill, histograms, spans)
+    counted = vllm_counted(profile, endpoint, rows, dt, increases, gauges, prefill, histograms, spans)
     return ShapeSignals(times, dt, scrape_interval_seconds, profile, names, gauges, increases, histograms,
-                        decode, prefill, from_counters, tuple(left_out), basis, progress, finished, steps, chunk, across,
-                        spans)
-
-
-def _vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np.ndarray,
-                  increases: dict[Signal, np.ndarray], gauges: dict[Signal, np.ndarray], prefill: np.ndarray | None,
-                  histograms: dict[Signal, Histogram], spans: dict[Signal, np.ndarray]
-                  ) -> tuple[CountedSteps | None, np.ndarray | None, np.ndarray | None]:
-    """vLLM with the step count and the inter-token histogram: the counted step ledger.
-
-    An interval carried prefill if the prefill signal puts tokens in it, a prompt was counted
-    at its end, or ``running`` rose (vLLM counts a request running from the step that admits
-    it, prefill included: ``v1/core/sched/scheduler.py`` ``make_stats``). The ledger's four
-    counters go into ``increases`` (``pdcensus.series.vllm_steps.counted_ledger``).
-    """
-    if not record(profile.engine).counted_step_ledger or Signal.ITL not in histograms or \
-            Signal.STEPS_DECODE in increases:
-        return None, None, None
-    steps = counted_steps(endpoint, rows, gauges.get(Signal.RUNNING))
-    if steps is None or not steps.busy.any():
-        return None, None, None
-    run = np.asarray(gauges.get(Signal.RUNNING, np.zeros(rows.size)), dtype=np.float64)
-    with np.errstate(invalid="ignore"):
-        rose = np.concatenate([[False], run[1:] > run[:-1]])  # a missing sample at either end: unknown, not a rise
-    prompt = increases.get(Signal.PROMPT_TOKENS)
-    chunk = rose | (np.nan_to_num(prompt) > 0 if prompt is not None else False)
-    queries = term_increases(endpoint, rows, LedgerTerm((VLLM_PREFIX_CACHE_QUERIES,)))
-    merged = _prompt_or_queries_spanned(endpoint, rows, spans, VLLM_PREFIX_CACHE_QUERIES)
-    across = admitted_not_done(queries, prompt, merged) if queries is not None and prompt is not None else None
-    if across is not None:
-        chunk = chunk | across
-    if prefill is not None:
-        chunk = chunk | (np.nan_to_num(prefill) > 0)
-    chunk = chunk | in_flight_before(steps, dt, chunk)  # a chunk step's beginning, cut by the scrape
-    ledger = counted_ledger(steps, dt, chunk)
-    if int((np.nan_to_num(ledger["decode_steps"]) > 0).sum()) < MIN_REFERENCE_INTERVALS:
-        return None, None, None  # prefill in (nearly) every busy interval: too few decode-only steps to time
-    increases[Signal.STEPS] = ledger["steps"]
-    increases[Signal.STEPS_DECODE] = ledger["decode_steps"]
-    increases[Signal.STEP_SECONDS] = ledger["step_seconds"]
-    increases[Signal.STEP_SECONDS_DECODE] = ledger["decode_step_seconds"]
-    return steps, chunk, across
-
-
-def _prompt_or_queries_spanned(endpoint: Endpoint, rows: np.ndarray, spans: dict[Signal, np.ndarray],
-                               queries_name: str) -> np.ndarray | None:
-    """Intervals where the prompt count's or the prefix-cache queries' increase is a share of a longer span."""
-    prompt, queries = spans.get(Signal.PROMPT_TOKENS), term_spanned(endpoint, rows, LedgerTerm((queries_name,)))
-    if prompt is None or queries is None:
-        return queries if prompt is None else prompt
-    both: np.ndarray = prompt | queries
-    return both
-
-
-def admitted_not_done(queries: np.ndarray, prompt: np.ndarray, merged: np.ndarray | None = None) -> np.ndarray:
-    """Per interval, whether prompt tokens were admitted and not yet counted as done.
-
-    vLLM 0.32 counts a prompt's prefix-cache lookup once, when the scheduler admits it
-    (``v1/core/sched/scheduler.py`` l. 1314-1318), and the prompt when its first token comes: the
-    tokens between the two are a prefill in progress, its middle chunks included (which move no
-    counter). A running balance floored at zero (a window that opens mid-prefill owes nothing).
-
-    ``merged``: intervals whose increase of either counter is a share of a longer span (a sample
-    missing at one end, ``series.increases``). A run of them is one step of the balance, its
-    admissions and completions summed: the shares put part of a completion before its admission,
-    which a balance floored at zero would otherwise keep as a prompt pending to the window's end.
-    """
-    q, p = np.nan_to_num(queries), np.nan_to_num(prompt)
-    n = q.size
-    joined = np.zeros(n, dtype=bool) if merged is None else np.asarray(merged, dtype=bool)
-    pending = np.zeros(n)
-    level = 0.0
-    i = 0
-    while i < n:
-        j = i + 1
-        while joined[i] and j < n and joined[j]:
-            j += 1
-        before = level
-        level = max(0.0, level + float(q[i:j].sum()) - float(p[i:j].sum()))
-        pending[i:j] = max(before, level)  # pending at either end of the interval (or run of them)
-        i = j
-    out: np.ndarray = pending > 0
-    return out
+                        decode, prefill, from_counters, tuple(left_out), basis, progress, finished,
+                        counted.steps if counted else None, counted.chunk if counted else None,
+                        counted.across if counted else None, spans, counted)
 
 
 def _counter_basis(profile: Profile, prompt_term: bool) -> PrefillBasis:
@@ -349,7 +269,7 @@ def _vllm_progress(endpoint: Endpoint, rows: np.ndarray, times: np.ndarray, dt: 
         queries_name = "vllm:gpu_prefix_cache_queries_total"
         hits, queries = (_counter(values, present, by_name, "vllm:gpu_prefix_cache_hits_total", times),
                          _counter(values, present, by_name, queries_name, times))
-    merged = _prompt_or_queries_spanned(endpoint, rows, spans, queries_name) if queries is not None \
+    merged = prompt_or_queries_spanned(endpoint, rows, spans, queries_name) if queries is not None \
         else spans.get(Signal.PROMPT_TOKENS)
     return reconstruct(times, dt, prompt, completion_time=True, local_compute=local, hits=hits, queries=queries,
                        request_prefill_seconds=_counter(values, present, by_name,

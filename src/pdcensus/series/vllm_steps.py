@@ -285,3 +285,67 @@ def chunk_step_depth(cs: CountedSteps, marked: np.ndarray, clean: np.ndarray, up
     n_fast = float(cs.itl_tokens[m].sum()) - n_long
     long_seconds = float(cs.itl_seconds[m].sum()) - n_fast * pace
     return pace / (long_seconds / n_long) if n_long >= 1 and long_seconds > 0 else float("nan")
+
+
+MIN_FIT_SPANS = 20  # busy step spans the per-token prefill cost is fitted on (below: no fit)
+
+
+@dataclass(frozen=True)
+class PrefillCost:
+    """The busy spans' wall fitted as ``decode_step x steps + per_token x prompt tokens`` (least squares)."""
+
+    decode_step_seconds: float
+    seconds_per_prompt_token: float
+    spans: int
+
+    @property
+    def tokens_per_decode_step(self) -> float:
+        """The prompt tokens that cost one decode-only step."""
+        return self.decode_step_seconds / self.seconds_per_prompt_token
+
+    def material(self, prompt_tokens: np.ndarray, prompts: np.ndarray | None = None) -> np.ndarray:
+        """Per interval: its prompts cost more than one decode-only step each at the fitted rates.
+
+        ``prompts``: how many prompts the tokens are (the interval's first tokens); their mean is
+        judged, so three 32-token re-prompts are three prompts under the line, not one over it.
+        None: the tokens are one prompt (a prefill in progress).
+        """
+        tokens = np.nan_to_num(np.asarray(prompt_tokens, dtype=np.float64))
+        if prompts is not None:
+            count = np.nan_to_num(np.asarray(prompts, dtype=np.float64))
+            tokens = np.where(count > 1, tokens / np.where(count > 1, count, 1.0), tokens)
+        out: np.ndarray = self.seconds_per_prompt_token * tokens > self.decode_step_seconds
+        return out
+
+
+def prefill_cost(cs: CountedSteps, interval_seconds: np.ndarray, prompt_tokens: np.ndarray,
+                 left_out: np.ndarray) -> PrefillCost | None:
+    """What a prompt token costs the step it rides in, beside what a decode-only step costs, from the counted steps.
+
+    Where nearly every scrape holds a prompt (decoders that re-prompt every second, a busy endpoint)
+    no interval is free of prefill to time a decode-only step on. But each busy span's wall is its
+    steps' time: ``steps x d + prompt tokens x c`` plus noise, so a least-squares fit over the spans
+    (no intercept) gives ``d`` and ``c`` wherever the prompt tokens per span vary. A decoder's own
+    32-token re-prompt then costs ``32 c``, a 3,000-token prompt ``3000 c``: the ledger can tell the
+    spans whose prefill cost more than one decode-only step from those whose prefill was noise
+    (:meth:`PrefillCost.material`, per prompt: a scrape of three re-prompts is three prompts under the
+    line, not one over it). Spans with an interval in ``left_out`` (a preemption) are not
+    fitted. None with fewer than ``MIN_FIT_SPANS`` spans, no spread in the prompt tokens, or a fit
+    whose rates are not both positive.
+    """
+    dt = np.asarray(interval_seconds, dtype=np.float64)
+    prompt = np.asarray(prompt_tokens, dtype=np.float64)
+    ok = cs.busy & np.isfinite(dt) & np.isfinite(cs.steps) & np.isfinite(prompt)
+    n = len(cs.span)
+    wall, steps, tokens, bad = (np.zeros(n) for _ in range(4))
+    np.add.at(wall, cs.span, np.where(ok, dt, 0.0))
+    np.add.at(steps, cs.span, np.where(ok, np.nan_to_num(cs.steps), 0.0))
+    np.add.at(tokens, cs.span, np.where(ok, np.nan_to_num(prompt), 0.0))
+    np.add.at(bad, cs.span, (~ok | np.asarray(left_out, dtype=bool)).astype(float))
+    use = (bad == 0) & (steps > 0) & (wall > 0)
+    if int(use.sum()) < MIN_FIT_SPANS or np.ptp(tokens[use]) <= 0:
+        return None
+    (d, c), *_ = np.linalg.lstsq(np.column_stack([steps[use], tokens[use]]), wall[use], rcond=None)
+    if not (np.isfinite(d) and np.isfinite(c) and d > 0 and c > 0):
+        return None
+    return PrefillCost(float(d), float(c), int(use.sum()))
