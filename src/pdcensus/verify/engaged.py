@@ -106,22 +106,35 @@ def check_step_tokens(flag: str, value: str | None, before: ShapeSignals, after:
                        f"histogram bucket that holds {2 * t * 1000:.0f} ms, which cannot tell a gap of one chunk "
                        "step from one of two: cannot tell", numbers)
     if not math.isfinite(b["share"]) or b["share"] <= BEYOND_SHARE:
+        above_before, above_after = _steps_above(before, value), _steps_above(after, value)
+        if above_before > 0 and above_after == 0:  # the step sizes tell it where the gaps cannot
+            return ArmStep("counter", StepStatus.PASSED, text + before_text + f"; vllm:iteration_tokens_total: "
+                           f"{above_before:.0f} observations above {value} before, none after", {
+                               **numbers, "observations_above_budget_before": above_before,
+                               "observations_above_budget_after": above_after})
         return ArmStep("counter", StepStatus.UNKNOWN, text + before_text + ": the before window's chunks were as "
                        "short already, so this count cannot tell the arm from no arm", numbers)
     return ArmStep("counter", StepStatus.PASSED, text + before_text, numbers)
+
+
+def _steps_above(signals: ShapeSignals, value: str) -> float:
+    """``vllm:iteration_tokens_total`` observations above ``value`` tokens (NaN without the histogram)."""
+    hist = signals.histograms.get(Signal.ITERATION_TOKENS)
+    if hist is None or hist.increases.size == 0:
+        return math.nan
+    bounds = np.asarray(hist.upper_bounds, dtype=float)
+    at = int(np.searchsorted(bounds, float(value), side="left"))
+    rows = hist.increases[np.isfinite(hist.increases).all(axis=1)]
+    return 0.0 if at >= bounds.size else float(rows[:, -1].sum() - rows[:, at].sum())
 
 
 def _observed_at_most(flag: str, value: str, after: ShapeSignals, numbers: dict[str, float], few: str) -> ArmStep:
     """Where the gaps cannot time a chunk: ``vllm:iteration_tokens_total`` with no observation above the budget
     proves no step (and no whole prompt) carried more; observations above it cannot tell (prompts are observed
     whole where their prefill ends), never a failure."""
-    hist = after.histograms.get(Signal.ITERATION_TOKENS)
-    if hist is None or hist.increases.size == 0:
+    above = _steps_above(after, value)
+    if not math.isfinite(above):
         return ArmStep("counter", StepStatus.UNKNOWN, few + "; no vllm:iteration_tokens_total either", numbers)
-    bounds = np.asarray(hist.upper_bounds, dtype=float)
-    at = int(np.searchsorted(bounds, float(value), side="left"))
-    rows = hist.increases[np.isfinite(hist.increases).all(axis=1)]
-    above = 0.0 if at >= bounds.size else float(rows[:, -1].sum() - rows[:, at].sum())
     numbers = {**numbers, "observations_above_budget_after": above}
     if above == 0:
         return ArmStep("counter", StepStatus.PASSED, f"vllm:iteration_tokens_total: no observation above {flag} "
