@@ -1,10 +1,11 @@
-"""One prediction per knob (issue #26 item 4): ``census --twin`` puts the calibrated twin's figures
-beside the advice's closed form, names which to trust, and says so in every view.
+"""One prediction per knob (issue #26 item 4): ``census`` runs the calibrated twin on the advice
+(unless ``--no-twin``): its prediction leads where it calibrates, the closed form's arithmetic
+follows labelled as such, the one to trust is named, and every view says so.
 
 On a simulated step-time-sharing hour the twin calibrates (within whatif's bound) and accepts
 ``--prefill-interleave``, so the twin is the one to trust; a knob the twin cannot set leaves the
-closed form trusted with the twin's one-line reason. Without ``--twin`` each view says the
-figures are the closed form's.
+closed form trusted with the twin's one-line reason. With ``--no-twin`` each view says the
+figures are the closed form's and the twin did not run.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ def test_the_headline_knob_carries_the_twin_beside_the_closed_form(sharing_dir: 
     assert all(abs(v) <= 0.25 for k, v in check.calibration_error.items() if k.startswith("per_stream"))
     d = json.loads(json.dumps(report.to_dict(), allow_nan=False))
     assert d["advice"][0]["predicted_by"] == "closed-form" and d["advice"][0]["twin"]["trust"] == "twin"
+    assert d["advice"][0]["act_on"] == "twin"
 
 
 def test_a_knob_the_twin_cannot_set_leaves_the_closed_form_trusted_with_the_reason(sharing_dir: Path) -> None:
@@ -98,17 +100,28 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
                           env={**os.environ, "COLUMNS": "120"})
 
 
-def test_every_view_prints_the_same_trust_line_and_says_closed_form_without_twin(sharing_dir: Path,
-                                                                                 tmp_path: Path) -> None:
-    md = tmp_path / "r.md"
-    with_twin = _cli("census", str(sharing_dir), "--twin", "--markdown", str(md))
-    assert with_twin.returncode == 0, with_twin.stderr
-    assert "running the calibrated twin on --prefill-interleave" in with_twin.stderr
+def test_every_view_leads_with_the_twin_by_default_and_says_closed_form_with_no_twin(sharing_dir: Path,
+                                                                                     tmp_path: Path) -> None:
+    md, html = tmp_path / "r.md", tmp_path / "r.html"
+    default = _cli("census", str(sharing_dir), "--markdown", str(md), "--html", str(html))
+    assert default.returncode == 0, default.stderr
+    assert "running the calibrated twin on --prefill-interleave" in default.stderr
     trust = [line for line in md.read_text().splitlines() if "trust: per-stream decode: the twin" in line]
     assert trust, md.read_text()[-2000:]
-    assert "trust: per-stream decode: the twin" in " ".join(with_twin.stdout.split())
+    out = " ".join(default.stdout.split())
+    assert "trust: per-stream decode: the twin" in out
     assert "| per-stream decode, heaviest bucket" in md.read_text()
-    plain = _cli("census", str(sharing_dir))
+    # the twin's figure leads the advice; the closed form's arithmetic follows, labelled
+    lead = out.index("predicted by the calibrated twin (--prefill-interleave=")
+    assert lead < out.index("closed form (the ledger's arithmetic, beside the twin's): --prefill-interleave")
+    page = " ".join(md.read_text().split())
+    assert page.index("predicted by the calibrated twin") < page.index("closed form (the ledger's arithmetic")
+    assert "predicted by the calibrated twin" in html.read_text()
+    as_json = json.loads(_cli("census", str(sharing_dir), "--json").stdout)
+    assert as_json["advice"][0]["act_on"] == "twin" and as_json["advice"][0]["twin"]["trust"] == "twin"
+    plain = _cli("census", str(sharing_dir), "--no-twin")
     assert plain.returncode == 0, plain.stderr
-    assert "predicted in closed form" in " ".join(plain.stdout.split())
-    assert "trust: per-stream decode" not in plain.stdout
+    said = " ".join(plain.stdout.split())
+    assert "predicted in closed form" in said and "did not run (--no-twin)" in said
+    assert "trust: per-stream decode" not in plain.stdout and "predicted by the calibrated twin" not in said
+    assert "running the calibrated twin" not in plain.stderr

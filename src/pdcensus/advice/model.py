@@ -153,8 +153,15 @@ class Recommendation:
     def argv_fragment(self) -> str:
         return f"{self.knob} {self.value}"
     minor: bool = False  # the mechanism it acts on is minor (the views print it in one line)
-    # the calibrated twin's prediction of the same change (``census --twin``; None where not asked)
+    # the calibrated twin's prediction of the same change (``census`` runs it unless ``--no-twin``; None where
+    # it did not run)
     twin: TwinCheck | None = None
+
+    @property
+    def act_on(self) -> str:
+        """Whose figures to act on: ``"twin"`` where the calibrated twin ran the change and calibrated on this
+        recording, else ``"closed-form"`` (``predicted`` is always the closed form's; ``twin`` the twin's)."""
+        return "twin" if self.twin is not None and self.twin.trust == "twin" else "closed-form"
 
     def to_dict(self) -> dict[str, object]:
         return {
@@ -175,5 +182,6 @@ class Recommendation:
             "dial_state": self.dial_state,
             "minor": self.minor,
             "predicted_by": "closed-form",
+            "act_on": self.act_on,
             "twin": self.twin.to_dict() if self.twin is not None else None,
         }

@@ -47,8 +47,10 @@ def census(
                           "one-line text file, or a sim dir holding `cmdline` (wins over --evidence's argv).")] = None,
     pid: Annotated[Optional[int], typer.Option("--pid", help="Read the deployed argv from /proc/PID/cmdline.")] = None,
     twin: Annotated[bool, typer.Option(
-        "--twin", help="Also run the calibrated twin (`pdcensus whatif`) on each recommendation and print its "
-                       "prediction beside the closed form's, naming which to trust (a few seconds per knob).")] = False,
+        "--twin/--no-twin", help="Run the calibrated twin (`pdcensus whatif`, 2 seeds) on each recommendation that "
+                                 "is not minor: its prediction leads where it calibrates on the recording, the closed "
+                                 "form's arithmetic beside it, the one to trust named (a few seconds per knob; "
+                                 "--no-twin: the closed form alone).")] = True,
     prometheus: remote.PrometheusOpt = None,
     selector: Annotated[Optional[str], typer.Option(
         "--selector", help="Label matchers for the endpoints, e.g. '{job=\"vllm\"}' (default: every endpoint with "

@@ -61,7 +61,8 @@ def demo(
     write_sim_dir(result, out)
     recording = result.recording
     recording.source = str(out)
-    reports = api.census_all(recording, evidence=out)
+    with console.status("running the calibrated twin on the advice ..."):
+        reports = api.census_all(recording, evidence=out, twin=True)
     for report in reports:
         render(report, console, full=full)
     write_html(reports, out / "report.html", f"pdcensus demo: {scenario}")

@@ -32,6 +32,7 @@ from pdcensus.report.document_sections import (
 from pdcensus.report.figures import all_figures
 from pdcensus.report.glossary import terms_in
 from pdcensus.report.summary import Summary, summarise, why_no_advice
+from pdcensus.report.twin_view import headline, summary_line
 
 __all__ = ["Document", "build_document", "Block", "Tone"]
 
@@ -143,7 +144,10 @@ def summary_advice_blocks(s: Summary) -> list[Block]:
     rec = s.advice
     if rec is None:
         return [Paragraph(s.no_advice[0].upper() + s.no_advice[1:] + ".", Tone.MUTED)]
-    out: list[Block] = [Paragraph(f"For {rec.mechanism}: {rec.knob} {rec.value}".rstrip()), Paragraph(rec.summary)]
+    out: list[Block] = [Paragraph(f"For {rec.mechanism}: {rec.knob} {rec.value}".rstrip())]
+    if headline(rec):  # the twin's prediction leads where it is the one to act on (report.twin_view)
+        out.append(Paragraph(headline(rec)))
+    out.append(Paragraph(summary_line(rec)))
     if rec.env_line:
         out += [Paragraph("Deploy:"), Code(rec.env_line)]
     if rec.rollback_env_line:

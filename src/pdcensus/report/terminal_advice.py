@@ -1,5 +1,5 @@
 """The terminal's own advice pieces: where the short view's predicted figures come from (with
-``census --twin``, the twin's beside them), and ``verify-arm``'s
+the twin's beside them unless ``census --no-twin``), and ``verify-arm``'s
 answer, predicted beside observed with the tolerance (:func:`render_arm`).
 
 The advice in detail (each recommendation, its predicted figures, trade-off table and plan to
@@ -35,7 +35,7 @@ def _num(value: float | str | None, fmt: str) -> str:
 
 
 def prediction_parts(rec: Recommendation, console: Console, width: int) -> list[RenderableType]:
-    """Where the predicted figures come from; with ``census --twin``, the twin's beside them and which to trust."""
+    """Where the predicted figures come from; where the twin ran, its figures beside them and which to trust."""
     parts: list[RenderableType] = [literal(source_line(rec), style="dim")]
     if rec.twin is None:
         return parts

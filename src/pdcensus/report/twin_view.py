@@ -1,9 +1,12 @@
 """The calibrated twin's prediction beside the closed form's, worded once for every view.
 
 A recommendation's predicted effect has two sources (:class:`~pdcensus.advice.model.TwinCheck`):
-the closed form's ledger arithmetic, and ``pdcensus whatif``'s twin where ``census --twin`` ran
-it. The terminal, HTML and Markdown views print the same table and the same "trust" line from
-here, so the three never name a different figure to act on. Nothing is computed here; a figure
+the closed form's ledger arithmetic, and ``pdcensus whatif``'s twin, which ``census`` runs unless
+``--no-twin``. Where the twin calibrated on the recording and ran the change, its figures lead
+(:func:`headline`) and the closed form's arithmetic follows, labelled as such; where it was
+refused, the closed form leads and the refusal's line says why. The terminal, HTML and Markdown
+views print the same lines, table and "trust" line from here, so the three never name a
+different figure to act on. Nothing is computed here; a figure
 outside its domain (a non-finite or negative rate or wait) is printed as "-", never as a number.
 """
 
@@ -15,8 +18,10 @@ from pdcensus.advice.model import Recommendation, TwinCheck, TwinRow
 
 HEADER = ("figure", "now", "closed form", "twin [range over seeds]", "trust")
 _TRUST = {"twin": "twin", "closed-form": "closed form", "between": "between the two"}
-CLOSED_FORM_ONLY = ("predicted in closed form from this endpoint's own ledger and buckets; `census --twin` runs "
-                    "the calibrated twin (pdcensus whatif) beside it")
+CLOSED_FORM_ONLY = ("predicted in closed form from this endpoint's own ledger and buckets; the calibrated twin "
+                    "(pdcensus whatif) did not run (--no-twin)")
+NOT_A_FLAG = "predicted in closed form from this endpoint's own ledger and buckets (the twin sets engine flags only)"
+CLOSED_FORM_LABEL = "closed form (the ledger's arithmetic, beside the twin's): "
 
 
 def _value(x: float, unit: str) -> str:
@@ -52,6 +57,31 @@ def trust_line(check: TwinCheck) -> str:
     return f"trust the closed form: {check.why} ({seeds})"
 
 
+def headline(rec: Recommendation) -> str:
+    """The twin's prediction in one line, where it is the one to act on (``rec.act_on == "twin"``); else ""."""
+    if rec.act_on != "twin" or rec.twin is None:
+        return ""
+    said = []
+    for r in rec.twin.rows:
+        now, twin = _value(r.now, r.unit), _value(r.twin, r.unit)
+        if "-" in (now, twin) or r.figure.startswith("per-stream decode, idle"):
+            continue  # the idle bucket's figure is the table's: the change is not meant to move it
+        said.append(f"{r.figure} {now} -> {twin}{_ratio(r.twin, r.now)}")
+    if not said:
+        return ""
+    return (f"predicted by the calibrated twin ({rec.twin.setting}, {rec.twin.seeds} seed"
+            f"{'s' if rec.twin.seeds != 1 else ''}, as pdcensus whatif runs it): " + "; ".join(said))
+
+
+def summary_line(rec: Recommendation) -> str:
+    """The recommendation's closed-form summary, labelled as the closed form's where the twin's leads."""
+    return CLOSED_FORM_LABEL + rec.summary if headline(rec) and rec.summary else rec.summary
+
+
 def source_line(rec: Recommendation) -> str:
-    """What the summary's predicted figures are: the closed form's, with the twin's beside them or not."""
-    return CLOSED_FORM_ONLY if rec.twin is None else "the summary's figures are the closed form's; the twin's are below"
+    """What the predicted figures are: the twin's leading, the closed form's alone, or the closed form's trusted."""
+    if rec.twin is None:
+        return NOT_A_FLAG if not rec.knob.strip().startswith("--") else CLOSED_FORM_ONLY
+    if headline(rec):
+        return "the first line is the twin's prediction; the closed form's arithmetic is beside it in the table"
+    return "the summary's figures are the closed form's, the one to act on here; the twin's are below"

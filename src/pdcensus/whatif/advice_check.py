@@ -6,7 +6,7 @@ queue, a batch that changes composition, or a prefill that no longer finishes in
 ``pdcensus whatif`` runs the engine's model itself, calibrated to the same recording. Two
 answers to one question confuse an operator (on the demo the closed form said per-stream decode
 in the heaviest bucket x1.88 for ``--prefill-interleave 2``, the twin x1.20 and the simulator
-run with the knob x1.11), so ``census --twin`` runs the twin on every recommendation that is
+run with the knob x1.11), so ``census`` runs the twin (unless ``--no-twin``) on every recommendation that is
 not minor and puts its figures beside the closed form's, with the one to trust named:
 
 - the twin for per-stream decode, where it calibrated on this recording (every bounded figure's

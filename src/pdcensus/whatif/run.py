@@ -232,7 +232,7 @@ def completed_tokens(recording: Recording, read: ShapeRead, instance: str | None
 class CalibratedTwin:
     """One recording calibrated once: its census, its figures, the twin fitted to it, the twin's runs unchanged.
 
-    Every prediction on the recording (``what_if``; the census's ``--twin`` check, one per
+    Every prediction on the recording (``what_if``; the census's twin check, one per
     recommendation) shares the calibration and the twin's ``seeds`` runs without the change (run
     on the first prediction that needs them): only the changed runs are per prediction.
     """
