@@ -229,7 +229,9 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
                                   gauges.get(Signal.WAITING), finished, Signal.ITERATION_TOKENS in histograms, spans)
         prefill, _ = bounded_rate(progress.tokens_per_second, "reconstructed prefill rate")
         basis = progress.basis
-    counted = vllm_counted(profile, endpoint, rows, dt, increases, gauges, prefill, histograms, spans)
+    ttft = histograms.get(Signal.TTFT)
+    counted = vllm_counted(profile, endpoint, rows, dt, increases, gauges, prefill, Signal.ITL in histograms,
+                           ttft.increases[:, -1] if ttft is not None else None, spans)
     return ShapeSignals(times, dt, scrape_interval_seconds, profile, names, gauges, increases, histograms,
                         decode, prefill, from_counters, tuple(left_out), basis, progress, finished,
                         counted.steps if counted else None, counted.chunk if counted else None,

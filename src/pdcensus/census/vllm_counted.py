@@ -8,7 +8,6 @@ this module reads the recording's counters and gauges for it (``pdcensus.census.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -24,9 +23,6 @@ from pdcensus.series.vllm_steps import (
     in_flight_before,
     prefill_cost,
 )
-
-if TYPE_CHECKING:
-    from pdcensus.census.signals import Histogram
 
 # as pdcensus.census.ledger.MIN_REFERENCE_INTERVALS: fewer decode-only intervals than this give no
 # undisturbed step, and a counted ledger without one would charge all chunk time to sharing
@@ -46,8 +42,7 @@ class VllmCounted:
 
 def vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np.ndarray,
                   increases: dict[Signal, np.ndarray], gauges: dict[Signal, np.ndarray], prefill: np.ndarray | None,
-                  histograms: dict[Signal, Histogram], spans: dict[Signal, np.ndarray]
-                  ) -> VllmCounted | None:
+                 itl_scraped: bool, firsts: np.ndarray | None, spans: dict[Signal, np.ndarray]) -> VllmCounted | None:
     """vLLM with the step count and the inter-token histogram: the counted step ledger.
 
     An interval carried prefill if the prefill signal puts tokens in it, a prompt was counted
@@ -59,9 +54,10 @@ def vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np.
     still pending) cost more than one decode-only step each at the rates fitted on every busy span
     (``pdcensus.series.vllm_steps.prefill_cost``).
     The ledger's four counters go into ``increases`` (``pdcensus.series.vllm_steps.counted_ledger``).
+    ``itl_scraped``: the inter-token histogram is there; ``firsts``: prompts given their first token per
+    interval (the TTFT histogram's count; None without it).
     """
-    if not record(profile.engine).counted_step_ledger or Signal.ITL not in histograms or \
-            Signal.STEPS_DECODE in increases:
+    if not record(profile.engine).counted_step_ledger or not itl_scraped or Signal.STEPS_DECODE in increases:
         return None
     steps = counted_steps(endpoint, rows, gauges.get(Signal.RUNNING))
     if steps is None or not steps.busy.any():
@@ -88,7 +84,6 @@ def vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np.
         # a prompt in (nearly) every busy interval: keep as prefill-carrying only the intervals whose prompt
         # tokens cost more than one decode-only step at the rates fitted on every span (vllm_steps.prefill_cost)
         if cost is not None:
-            firsts = histograms[Signal.TTFT].increases[:, -1] if Signal.TTFT in histograms else None
             material = cost.material(prompt, firsts if firsts is not None else np.ones(rows.size))
             if prefill is not None:
                 material |= cost.material(np.nan_to_num(prefill) * np.nan_to_num(dt), firsts)
