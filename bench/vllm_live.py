@@ -18,6 +18,8 @@ The knob runs (``--scenario knobs`` or one name) are a baseline's load on a serv
 one flag changed: ``budget-512``/``-1024``/``-8192`` beside
 ``sharing-default``; ``lpt-256``/``-512``/``-1024`` beside it too; ``blocks-48``/``-64``/``-96`` (the KV
 cache) and ``seqs-2``/``-4``/``-7`` beside ``preemption``.
+``--set=--FLAG=VALUE`` (repeatable) starts every chosen run with that flag changed too, in a folder
+named for it (``preemption+num-gpu-blocks-override-40``): the advice's own value, whatever it is.
 ``bench/vllm_live_table.py`` censuses every finished run again with today's code.
 
 Every file of a run stays in ``--out/<scenario>/`` (``metrics.om`` censuses offline with
@@ -133,9 +135,25 @@ def with_flags(args: tuple[str, ...], flags: tuple[str, ...]) -> tuple[str, ...]
     return tuple(out)
 
 
-def run_scenario(name: str, out: Path, seconds: float) -> dict[str, Any]:
+def set_flags(sets: list[str]) -> tuple[str, ...]:
+    """``--set`` values (``--flag=value``) as ``--flag value`` pairs."""
+    pairs: list[str] = []
+    for item in sets:
+        flag, sep, value = item.partition("=")
+        if not (sep and flag.startswith("--") and value):
+            raise SystemExit(f"--set takes --FLAG=VALUE, got {item!r}")
+        pairs += [flag, value]
+    return tuple(pairs)
+
+
+def run_name(name: str, extra: tuple[str, ...]) -> str:
+    return name + "".join(f"+{f.lstrip('-')}-{v}" for f, v in zip(extra[::2], extra[1::2], strict=True))
+
+
+def run_scenario(name: str, out: Path, seconds: float, extra: tuple[str, ...] = ()) -> dict[str, Any]:
     base, flags = KNOB_RUNS.get(name, (name, ()))
-    args = with_flags(SCENARIOS[base][0], flags)
+    args = with_flags(with_flags(SCENARIOS[base][0], flags), extra)
+    name = run_name(name, extra)
     folder = out / name
     (folder / "DONE").unlink(missing_ok=True)
     began = time.monotonic()
@@ -166,12 +184,15 @@ def main() -> int:
                         help="a scenario or knob run (repeatable); 'all': every scenario, 'knobs': every knob run")
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--seconds", type=float, default=240.0)
+    parser.add_argument("--set", action="append", default=[], metavar="--FLAG=VALUE",
+                        help="start every chosen run with this flag changed too (repeatable)")
     opts = parser.parse_args()
+    extra = set_flags(opts.set)
     chosen = opts.scenario or ["all"]
     names = [n for c in chosen for n in (list(SCENARIOS) if c == "all" else list(KNOB_RUNS) if c == "knobs" else [c])]
     rows = []
     for name in names:
-        rows.append(run_scenario(name, opts.out, opts.seconds))
+        rows.append(run_scenario(name, opts.out, opts.seconds, extra))
         print_rows(rows[-1:])
     summary = opts.out / "summary.json"
     previous = json.loads(summary.read_text()) if summary.exists() else {}
