@@ -21,6 +21,8 @@ _TRUST = {"twin": "twin", "closed-form": "closed form", "between": "between the 
 CLOSED_FORM_ONLY = ("predicted in closed form from this endpoint's own ledger and buckets; the calibrated twin "
                     "(pdcensus whatif) did not run (--no-twin)")
 NOT_A_FLAG = "predicted in closed form from this endpoint's own ledger and buckets (the twin sets engine flags only)"
+FOR_MINOR = ("predicted in closed form from this endpoint's own ledger and buckets (the twin runs on the advice for "
+             "material mechanisms)")
 CLOSED_FORM_LABEL = "closed form (the ledger's arithmetic, beside the twin's): "
 
 
@@ -81,6 +83,8 @@ def summary_line(rec: Recommendation) -> str:
 def source_line(rec: Recommendation) -> str:
     """What the predicted figures are: the twin's leading, the closed form's alone, or the closed form's trusted."""
     if rec.twin is None:
+        if rec.minor:
+            return FOR_MINOR
         return NOT_A_FLAG if not rec.knob.strip().startswith("--") else CLOSED_FORM_ONLY
     if headline(rec):
         return "the first line is the twin's prediction; the closed form's arithmetic is beside it in the table"
