@@ -127,3 +127,17 @@ def test_verdict_limits_cap_confidence_and_forbid_what_the_window_cannot_hold() 
     assert ok.contrast_allowed and ok.tail_allowed and ok.max_confidence == 1.0 and ok.reasons == ()
     seen = history_observed(long_t, 840.0, window_support(long_t, many, None, 1.0))
     assert not seen[:840].any() and seen[900:].all()  # the run's first 14 min never serve as a clean reference
+
+
+def test_no_kv_tier_lifts_only_the_short_window_limit() -> None:
+    """With no second KV tier the verdict counts no eviction, so a window too short for the tail hides none."""
+    from pdcensus.census.guards import LIMITED_CONFIDENCE, GuardReason, VerdictLimits, no_kv_tier_limits
+
+    short = VerdictLimits(True, False, LIMITED_CONFIDENCE, (GuardReason.WINDOW_TOO_SHORT_FOR_TAIL,))
+    lifted = no_kv_tier_limits(short)
+    assert lifted.reasons == () and lifted.max_confidence == 1.0
+    assert not lifted.tail_allowed  # the tail test still cannot run on it
+    both = VerdictLimits(False, False, LIMITED_CONFIDENCE,
+                         (GuardReason.NO_OTHER_SESSION, GuardReason.WINDOW_TOO_SHORT_FOR_TAIL))
+    kept = no_kv_tier_limits(both)
+    assert kept.reasons == (GuardReason.NO_OTHER_SESSION,) and kept.max_confidence == LIMITED_CONFIDENCE

@@ -319,5 +319,19 @@ def counted_limits(limits: VerdictLimits, inflation_after: float) -> VerdictLimi
     drop = {GuardReason.CONTRAST_ABOVE_ONE}
     if math.isfinite(inflation_after):
         drop.add(GuardReason.WINDOW_TOO_SHORT_FOR_TAIL)
+    return _without(limits, drop)
+
+
+def no_kv_tier_limits(limits: VerdictLimits) -> VerdictLimits:
+    """The limits where the engine's own cache config names no second KV tier (``pdcensus.census.kv_tier``).
+
+    The verdict then does not count eviction as found (a running request's KV leaves only by
+    preemption, which is counted), so a window too short to hold the lagged tail hides no eviction
+    that a sharing claim could be mistaken for: that limit goes, the others stay.
+    """
+    return _without(limits, {GuardReason.WINDOW_TOO_SHORT_FOR_TAIL})
+
+
+def _without(limits: VerdictLimits, drop: set[GuardReason]) -> VerdictLimits:
     kept = tuple(r for r in limits.reasons if r not in drop)
     return replace(limits, reasons=kept, max_confidence=limits.max_confidence if kept else 1.0)

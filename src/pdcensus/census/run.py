@@ -23,7 +23,14 @@ from pdcensus.census.buckets import (
 from pdcensus.census.client_felt import ClientFelt, client_felt
 from pdcensus.census.domains import withhold
 from pdcensus.census.dose import DoseFit, dose_response, ledger_stall_ms_per_1k
-from pdcensus.census.guards import GuardReason, counted_limits, history_observed, shape_guards, verdict_limits
+from pdcensus.census.guards import (
+    GuardReason,
+    counted_limits,
+    history_observed,
+    no_kv_tier_limits,
+    shape_guards,
+    verdict_limits,
+)
 from pdcensus.census.lag import TAIL_WINDOW_SECONDS, history, lag_test
 from pdcensus.census.ledger import LedgerExcess, step_ledger
 from pdcensus.census.kv_tier import kv_second_tier
@@ -239,6 +246,8 @@ def census_endpoint(endpoint: Endpoint, families: dict[str, Family], source: str
         inputs = replace(inputs, withheld=inputs.withheld + (over.text,))
     tier, tier_basis = kv_second_tier(endpoint)
     inputs = replace(inputs, kv_second_tier=tier, kv_tier_basis=tier_basis)
+    if tier is False and inputs.limits is not None:  # eviction is ruled out: a short window hides none
+        inputs = replace(inputs, limits=no_kv_tier_limits(inputs.limits))
     verdict = replace(decide(inputs), dose_response=dose.result)
     if dose_withheld:
         verdict = replace(verdict, withheld=verdict.withheld + dose_withheld)
