@@ -35,7 +35,7 @@ import numpy as np
 from pdcensus.census.counters import summed_gauge
 from pdcensus.census.prefill_progress import PrefillBasis, PrefillProgress, reconstruct
 from pdcensus.census.usable import LeftOut, bounded_rate
-from pdcensus.census.vllm_counted import VllmCounted, prompt_or_queries_spanned, vllm_counted
+from pdcensus.census.vllm_counted import prompt_or_queries_spanned, vllm_counted
 from pdcensus.engines import PromptCounting, record
 from pdcensus.series.engine_ledger import ledger_increases, ledger_spanned, term_increases
 from pdcensus.series.increases import spanned, summed_increase
@@ -99,8 +99,6 @@ class ShapeSignals:
     # per counter signal, the rows whose increase is a share of a span over a missing sample
     # (pdcensus.series.increases.spanned); absent: none is
     spanned: dict[Signal, np.ndarray] = field(default_factory=dict)
-    # vLLM: the whole counted ledger (pdcensus.census.vllm_counted), the step-size count included
-    vllm: VllmCounted | None = None
 
     @property
     def n(self) -> int:
@@ -235,7 +233,7 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
     return ShapeSignals(times, dt, scrape_interval_seconds, profile, names, gauges, increases, histograms,
                         decode, prefill, from_counters, tuple(left_out), basis, progress, finished,
                         counted.steps if counted else None, counted.chunk if counted else None,
-                        counted.across if counted else None, spans, counted)
+                        counted.across if counted else None, spans)
 
 
 def _counter_basis(profile: Profile, prompt_term: bool) -> PrefillBasis:

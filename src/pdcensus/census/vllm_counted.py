@@ -17,7 +17,6 @@ from pdcensus.series.model import Endpoint
 from pdcensus.series.profiles import VLLM_PREFIX_CACHE_QUERIES, LedgerTerm, Profile, Signal
 from pdcensus.series.vllm_steps import (
     CountedSteps,
-    PrefillCost,
     counted_ledger,
     counted_steps,
     in_flight_before,
@@ -31,17 +30,15 @@ MIN_REFERENCE_INTERVALS = 10
 
 @dataclass(frozen=True)
 class VllmCounted:
-    """The counted steps, the intervals that carried prefill, those with a prefill across scrapes, and the
-    prompt cost fitted on the busy spans (None where it could not be fitted)."""
+    """The counted steps, the intervals that carried prefill, and those with a prefill across scrapes."""
 
     steps: CountedSteps
     chunk: np.ndarray
     across: np.ndarray | None
-    cost: PrefillCost | None = None
 
 
 def vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np.ndarray,
-                  increases: dict[Signal, np.ndarray], gauges: dict[Signal, np.ndarray], prefill: np.ndarray | None,
+                 increases: dict[Signal, np.ndarray], gauges: dict[Signal, np.ndarray], prefill: np.ndarray | None,
                  itl_scraped: bool, firsts: np.ndarray | None, spans: dict[Signal, np.ndarray]) -> VllmCounted | None:
     """vLLM with the step count and the inter-token histogram: the counted step ledger.
 
@@ -77,14 +74,14 @@ def vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np.
         chunk = chunk | (np.nan_to_num(prefill) > 0)
     chunk = chunk | in_flight_before(steps, dt, chunk)  # a chunk step's beginning, cut by the scrape
     ledger = counted_ledger(steps, dt, chunk)
-    preempted = increases.get(Signal.PREEMPTIONS)
-    stalled = np.nan_to_num(preempted) > 0 if preempted is not None else np.zeros(rows.size, dtype=bool)
-    cost = prefill_cost(steps, dt, prompt, stalled) if prompt is not None else None
     if _decode_only_intervals(ledger) < MIN_REFERENCE_INTERVALS and prompt is not None:
         # a prompt in (nearly) every busy interval: keep as prefill-carrying only the intervals whose prompt
         # tokens cost more than one decode-only step at the rates fitted on every span (vllm_steps.prefill_cost)
+        preempted = increases.get(Signal.PREEMPTIONS)
+        stalled = np.nan_to_num(preempted) > 0 if preempted is not None else np.zeros(rows.size, dtype=bool)
+        cost = prefill_cost(steps, dt, prompt, stalled)
         if cost is not None:
-            material = cost.material(prompt, firsts if firsts is not None else np.ones(rows.size))
+            material = cost.material(prompt, firsts)
             if prefill is not None:
                 material |= cost.material(np.nan_to_num(prefill) * np.nan_to_num(dt), firsts)
             if pending is not None:
@@ -98,7 +95,7 @@ def vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np.
     increases[Signal.STEPS_DECODE] = ledger["decode_steps"]
     increases[Signal.STEP_SECONDS] = ledger["step_seconds"]
     increases[Signal.STEP_SECONDS_DECODE] = ledger["decode_step_seconds"]
-    return VllmCounted(steps, chunk, across, cost)
+    return VllmCounted(steps, chunk, across)
 
 
 def _decode_only_intervals(ledger: dict[str, np.ndarray]) -> int:
@@ -149,5 +146,3 @@ def pending_tokens(queries: np.ndarray, prompt: np.ndarray, merged: np.ndarray |
         pending[i:j] = max(before, level)  # pending at either end of the interval (or run of them)
         i = j
     return pending
-
-

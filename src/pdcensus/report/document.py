@@ -32,7 +32,7 @@ from pdcensus.report.document_sections import (
 from pdcensus.report.figures import all_figures
 from pdcensus.report.glossary import terms_in
 from pdcensus.report.summary import Summary, summarise, why_no_advice
-from pdcensus.report.twin_view import headline, summary_line
+from pdcensus.report.twin_view import lead_lines
 
 __all__ = ["Document", "build_document", "Block", "Tone"]
 
@@ -144,10 +144,8 @@ def summary_advice_blocks(s: Summary) -> list[Block]:
     rec = s.advice
     if rec is None:
         return [Paragraph(s.no_advice[0].upper() + s.no_advice[1:] + ".", Tone.MUTED)]
-    out: list[Block] = [Paragraph(f"For {rec.mechanism}: {rec.knob} {rec.value}".rstrip())]
-    if headline(rec):  # the twin's prediction leads where it is the one to act on (report.twin_view)
-        out.append(Paragraph(headline(rec)))
-    out.append(Paragraph(summary_line(rec)))
+    out: list[Block] = [Paragraph(f"For {rec.mechanism}: {rec.knob} {rec.value}".rstrip()),
+                        *(Paragraph(line) for line in lead_lines(rec))]
     if rec.env_line:
         out += [Paragraph("Deploy:"), Code(rec.env_line)]
     if rec.rollback_env_line:

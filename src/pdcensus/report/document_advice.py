@@ -20,7 +20,7 @@ from pdcensus.report.document_labels import (
     TTFT_TRUST, TTFT_TRUST_NO_REPLAY, column_label, predicted_row, predicted_value,
 )
 from pdcensus.report.twin_view import HEADER as TWIN_HEADER
-from pdcensus.report.twin_view import headline, row_cells, source_line, summary_line, trust_line
+from pdcensus.report.twin_view import lead_lines, row_cells, source_line, trust_line
 
 
 def advice_blocks(advice: Sequence[Recommendation], level: int, anchor_suffix: str = "",
@@ -49,10 +49,8 @@ def recommendation_blocks(rec: Recommendation, level: int, index: int, anchor_su
         return [*out, Paragraph(f"{why}; {title} only for streaming ITL (--json has it).", Tone.MUTED)]
     if brief:
         out.append(Paragraph("Its effect, deploy and rollback lines and cost are under Advice above.", Tone.MUTED))
-    if headline(rec) and not brief:
-        out.append(Paragraph(headline(rec)))
-    if rec.summary and not brief:
-        out.append(Paragraph(summary_line(rec)))
+    if not brief:
+        out += [Paragraph(line) for line in lead_lines(rec) if line]
     if rec.env_line and not brief:
         out += [Paragraph("Deploy:"), Code(rec.env_line)]
     if rec.deploy.get("k8s_args"):  # the same line as a Kubernetes container fragment

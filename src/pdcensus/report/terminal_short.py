@@ -19,7 +19,7 @@ from pdcensus.report.safe_console import literal
 from pdcensus.census.model import Mechanism
 from pdcensus.report.summary import Summary
 from pdcensus.report.terminal_advice import prediction_parts
-from pdcensus.report.twin_view import headline, summary_line
+from pdcensus.report.twin_view import lead_lines
 from pdcensus.report.terminal_fit import fit_table
 
 __all__ = ["COLOR", "section", "render_summary", "render_footer"]
@@ -84,10 +84,10 @@ def render_advice_short(s: Summary, console: Console) -> None:
         console.print(literal(s.no_advice))
         return
     section(console, "Advice", f"for {rec.mechanism}: {rec.knob} {rec.value}".rstrip())
-    lead = headline(rec)
-    if lead:
-        console.print(literal(lead, style="bold"))
-    console.print(literal(summary_line(rec)))
+    *lead, summary = lead_lines(rec)
+    for line in lead:
+        console.print(literal(line, style="bold"))
+    console.print(literal(summary))
     for part in prediction_parts(rec, console, console.width):
         console.print(part)
     if rec.env_line:

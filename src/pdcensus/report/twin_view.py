@@ -80,6 +80,12 @@ def summary_line(rec: Recommendation) -> str:
     return CLOSED_FORM_LABEL + rec.summary if headline(rec) and rec.summary else rec.summary
 
 
+def lead_lines(rec: Recommendation) -> tuple[str, ...]:
+    """The advice's opening lines in every view: the twin's prediction where it leads, then the summary."""
+    lead = headline(rec)
+    return ((lead,) if lead else ()) + (summary_line(rec),)
+
+
 def source_line(rec: Recommendation) -> str:
     """What the predicted figures are: the twin's leading, the closed form's alone, or the closed form's trusted."""
     if rec.twin is None:
