@@ -12,7 +12,11 @@ second, one fresh server per scenario, each from a real cause:
   10 streams of 200-token prompts and 900 output tokens, no long prompts;
 - ``prefix``: the sharing load, but each long prompt is a turn of one of 4 chat sessions re-sending
   a 2,500-token shared prefix and its own history (prefix-cache hits);
-- ``none``: the decoders and 32-token prompts only.
+- ``none``: the decoders and 32-token prompts only;
+- ``short-burst``: 2 long decoders (2,000 tokens each) beside 100-token prompts that decode 4
+  tokens each, 5 s apart: a prefill far shorter than a 5-15 s scrape (``bench/downsample.py``
+  reads the run at those); ``holdout-short-burst`` is shaped unlike it (3 decoders of 1,200 tokens,
+  150-token prompts 6 s apart, ``--max-num-seqs 8``) and was recorded after the ``long-gaps`` rule.
 
 The knob runs (``--scenario knobs`` or one name) are a baseline's load on a server started with
 one flag changed: ``budget-512``/``-1024``/``-8192`` beside
@@ -51,11 +55,17 @@ SCENARIOS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
                    {"decoders": 10, "decoder_prompt_tokens": 200, "max_tokens": 900, "phases": ()}),
     "prefix": (BASE_ARGS, {"shared_prefix_tokens": 2500, "sessions": 4, "turn_tokens": 128}),
     "none": (BASE_ARGS, {"prompt_tokens": 32}),
+    # prompts whose prefill is far shorter than a 5-15 s scrape (bench/downsample.py reads the run at those)
+    "short-burst": (BASE_ARGS, {"decoders": 2, "max_tokens": 2000, "prompt_tokens": 100, "prompt_max_tokens": 4,
+                                "prompt_gap_seconds": 5.0, "seed": 13}),
     # held out: shapes no threshold was read from (more decoders, spaced mid-size prompts that decode on,
     # a smaller budget and cache beside a higher batch cap)
     "holdout-sharing": (BASE_ARGS + ("--max-num-seqs", "16"),
                         {"decoders": 5, "decoder_prompt_tokens": 64, "max_tokens": 400, "prompt_tokens": 1500,
                          "prompt_max_tokens": 16, "prompt_gap_seconds": 1.5, "seed": 11}),
+    "holdout-short-burst": (BASE_ARGS + ("--max-num-seqs", "8"),
+                            {"decoders": 3, "decoder_prompt_tokens": 64, "max_tokens": 1200, "prompt_tokens": 150,
+                             "prompt_max_tokens": 2, "prompt_gap_seconds": 6.0, "seed": 14}),
     "holdout-preemption": (("--num-gpu-blocks-override", "20", "--max-model-len", "2048",
                             "--max-num-batched-tokens", "1024"),
                            {"decoders": 8, "decoder_prompt_tokens": 400, "max_tokens": 700, "phases": (), "seed": 12}),

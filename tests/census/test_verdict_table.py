@@ -229,3 +229,50 @@ def test_decode_faster_while_prompts_are_counted_is_explained_and_not_a_collapse
 ])
 def test_the_headline_rule(losses, expected):
     assert headline_mechanism(losses) is expected
+
+
+def _gaps(beside: float, without: float, loss: float, spread: float = 0.005):
+    from pdcensus.series.vllm_gaps import GapContrast
+
+    return GapContrast(reps(beside, spread), reps(without, spread / 5), reps(loss, spread / 2), long_gaps=400.0,
+                       mean_long_gap_seconds=0.17, clean_gap_seconds=0.005)
+
+
+def test_chunk_steps_shorter_than_a_scrape_are_sharing_by_their_long_gaps():
+    # the counted steps' ratio is diluted (0.93: a 0.17 s chunk step among 200 decode-only steps per scrape); the
+    # long gaps come with prefill (9 % of decoders' waiting vs 0.3 % without) and are at least 6 % of their time
+    x = base(ledger_depth=reps(0.93), sharing=reps(0.12, 0.005), depth_from_steps=True,
+             gaps=_gaps(0.09, 0.003, 0.06))
+    v = decide(x)
+    assert v.mechanism is Mechanism.STEP_TIME_SHARING and v.confidence >= 0.7
+    (f,) = v.found
+    assert f.signature is Signature.LONG_GAPS
+    assert f.loss_share == pytest.approx(0.12)  # the ledger's; the long gaps' (a lower bound) is in the evidence
+    assert any(e.rule == "long-gaps" and "6.0 % of decoders' time, a lower bound" in e.text for e in v.evidence)
+    assert f.depth == pytest.approx(0.005 / 0.17)  # the long gaps' own depth: no reading over the waits
+    assert any(e.rule == "long-gaps" and e.satisfied for e in v.evidence)
+
+
+def test_long_gaps_as_common_without_prefill_find_no_sharing():
+    x = base(ledger_depth=reps(0.93), sharing=reps(0.12, 0.005), depth_from_steps=True,
+             gaps=_gaps(0.01, 0.01, 0.0, spread=0.004))
+    v = decide(x)
+    assert Mechanism.STEP_TIME_SHARING not in names(v)
+    assert any(e.rule == "long-gaps" and not e.satisfied for e in v.evidence)
+
+
+def test_where_the_counted_steps_find_a_collapse_their_loss_stays():
+    x = base(ledger_depth=reps(0.3), sharing=reps(0.2, 0.005), depth_from_steps=True, gaps=_gaps(0.5, 0.0, 0.15))
+    v = decide(x)
+    (f,) = v.found
+    assert f.signature is Signature.CHUNK_STEP_COLLAPSE and f.loss_share == pytest.approx(0.2)
+
+
+def test_a_sharing_loss_whose_two_readings_straddle_the_material_line_is_not_confident():
+    # the ledger's 11.7 % holds the batch's growth; the long gaps' 0.3 % is what the chunk steps beyond the line cost
+    x = base(ledger_depth=reps(0.93), sharing=reps(0.117, 0.005), depth_from_steps=True,
+             gaps=_gaps(0.02, 0.003, 0.003, spread=0.002))
+    v = decide(x)
+    assert v.mechanism is Mechanism.STEP_TIME_SHARING
+    assert v.confidence <= UNCONFIRMED_CAP
+    assert any("on either side of the 5 % line" in n for n in v.settle)

@@ -7,7 +7,8 @@ costs overall (runbook, "Bucket, then lag-test, before believing a cause"):
   ``COLLAPSE_RATIO``, not chunking overhead) at lag 0 only; or, with a step ledger, a decode
   row in a chunk step waiting well beyond a decode-only step; or, where intervals dilute a
   short chunk, a dose-response whose fitted depth at the busy intervals' prefill level is a
-  collapse;
+  collapse, or (vLLM's inter-token histogram) gaps many decode-only steps long that come with
+  prefill beyond their rate without it;
 - eviction: a lagged tail (2-14 min after prefill, beyond what batch growth explains), or
   decode-only steps inflated after prefill beyond batch growth;
 - preemption stall: bursts in the preemption counter (a preempted sequence stops and
@@ -32,6 +33,7 @@ import numpy as np
 
 from pdcensus.census.bootstrap import interval
 from pdcensus.census.model import Mechanism, Signature
+from pdcensus.series.vllm_gaps import LONG_STEPS, GapContrast
 
 COLLAPSE_RATIO = 0.85  # per-stream decode while prefill runs / idle: below this, a collapse
 TAIL_EFFECT_MARGIN = 0.9  # a tail: own-idle decoders >= 10 % slower 2-14 min after prefill
@@ -94,6 +96,30 @@ def dose_signature(stall: np.ndarray | None, depth: np.ndarray | None) -> Signat
                          f"per-stream decode fitted at the busy intervals' prefill level, by dose-response: "
                          f"{depth[0]:.2f} of idle (90% interval {lo:.2f}-{hi:.2f}; found below {COLLAPSE_RATIO:g})",
                          COLLAPSE_RATIO)
+
+
+def gap_signature(gaps: GapContrast | None) -> SignatureTest | None:
+    """Sharing by vLLM's inter-token histogram: the long gaps' excess share of decoders' waiting is larger in step
+    spans with prefill than in spans without, beyond noise (each gap many decode-only gaps long, so a collapse while
+    it acts, however short against the scrape)."""
+    if gaps is None:
+        return None
+    diff = gaps.difference
+    if not np.isfinite(diff[0]):
+        return None
+    lo, hi = interval(diff)
+    hits = np.isfinite(diff) & (diff > 0)
+    found = bool(np.isfinite(lo) and lo > 0)
+    return SignatureTest(
+        Mechanism.STEP_TIME_SHARING, Signature.LONG_GAPS, hits, found, float(diff[0]), (lo, hi),
+        f"decoders' waiting in inter-token gaps beyond {LONG_STEPS:g} decode-only gaps, less those gaps "
+        f"(vllm:inter_token_latency_seconds): {100 * gaps.beside[0]:.1f} % of their waiting in step spans with "
+        f"prefill, {100 * gaps.without[0]:.1f} % without ({gaps.long_gaps:.0f} long gaps beside prefill, "
+        f"{1e3 * gaps.mean_long_gap_seconds:.0f} ms on average against a {1e3 * gaps.clean_gap_seconds:.1f} ms clean "
+        f"gap); the difference {100 * diff[0]:.1f} points (90% interval {100 * lo:.1f}-{100 * hi:.1f}; found above 0); "
+        f"the long gaps' excess beyond that control is {100 * gaps.loss[0]:.1f} % of decoders' time, a lower bound of "
+        "sharing's loss (chunk steps under the line are not in it)",
+        0.0)
 
 
 def preemption_signature(bursts: int, aligned: bool, replicates: int) -> SignatureTest | None:

@@ -34,7 +34,15 @@ from pdcensus.census.signals import Histogram, ShapeSignals
 from pdcensus.census.ttft import summed_quantile
 from pdcensus.census.verdict_inputs import VerdictInputs
 from pdcensus.series.profiles import Signal
-from pdcensus.series.vllm_steps import CountedSteps, chunk_step_depth, itl_depth, prompt_window_depth, span_mask
+from pdcensus.series.vllm_gaps import gap_contrast
+from pdcensus.series.vllm_steps import (
+    CountedSteps,
+    chunk_step_depth,
+    clean_pace,
+    itl_depth,
+    prompt_window_depth,
+    span_mask,
+)
 
 # A burst lines up with a stall when decode at the burst is this far below its bucket's
 # baseline, or prefill (the re-prefill from token 0) this far above its mean.
@@ -173,7 +181,7 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
     uncontrolled = bool(
         (after is not None and _lower(after) > INFLATION_MARGIN)
         or (m.tail_ran and np.isfinite(m.tail_effect[0]) and interval(m.tail_effect)[1] < TAIL_EFFECT_MARGIN))
-    steps_spans = None
+    steps_spans, gaps, over_waits = None, None, False
     felt, felt_tokens, felt_basis, felt_chunk = float("nan"), (0, 0), ITL_ALL, float("nan")
     if s.counted_steps is not None and s.chunk_intervals is not None and excess is not None:
         steps_spans = span_mask(s.counted_steps, s.chunk_intervals)
@@ -194,9 +202,17 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
                 marked, left_out = across, stalled | within
         itl = s.histograms.get(Signal.ITL)
         if itl is not None and np.isfinite(felt):
-            felt, felt_chunk, more = _felt_in_waits(s.counted_steps, marked, left_out, ~steps_spans & ~stalled, dt,
-                                                    itl, s.histograms.get(Signal.TTFT), felt, felt_basis == ITL_ALL)
+            felt, felt_chunk, more, over_waits = _felt_in_waits(
+                s.counted_steps, marked, left_out, ~steps_spans & ~stalled, dt, itl, s.histograms.get(Signal.TTFT),
+                felt, felt_basis == ITL_ALL)
             felt_basis += more
+        if itl is not None and s.counted_steps.itl_seconds is not None and not stalled.any():
+            # (not where preemptions are counted: a resumed stream's gap holds its whole wait since it was preempted,
+            # vllm/v1/metrics/stats.py, and ends in its re-prefill's span, so the long gaps there are not sharing's)
+            clean = ~steps_spans & ~stalled & s.counted_steps.busy
+            gaps = gap_contrast(weights, s.counted_steps.itl_seconds, itl.upper_bounds, itl.increases,
+                                steps_spans & ~stalled & s.counted_steps.busy, clean, wdec,
+                                clean_pace(s.counted_steps, clean, s.counted_steps.busy))
     return VerdictInputs(
         shape_proven=m.proven, shape_reason=m.shape_reason, samples=int(valid.sum()), idle_samples=int(idle.sum()),
         busy_samples=int(busy.sum()), has_ledger=excess is not None, ledger_chunk_steps=chunk_steps_beside,
@@ -211,7 +227,7 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         if idle.any() and s.prefill_tokens_per_second is not None else 1.0,
         ledger_depth=ledger_depth, dose_stall=m.dose.stall_seconds_per_token, dose_depth=m.dose.depth_at_top,
         depth_from_steps=steps_spans is not None and ledger_depth is not None, itl_depth=felt, itl_tokens=felt_tokens,
-        itl_basis=felt_basis, itl_chunk_depth=felt_chunk,
+        itl_basis=felt_basis, itl_chunk_depth=felt_chunk, itl_depth_over_waits=over_waits, gaps=gaps,
         reprefill_share=s.prefill_progress.reprefill_share if s.prefill_progress is not None else 0.0,
         busy_share=_share(busy if steps_spans is None else steps_spans & valid, wdec), tail_share=_share(tail, wdec), burst_share=_share(burst & valid, wdec),
         preemption_depth=pre.decode_dip if pre.decode_dip < 1.0 else float("nan"),
@@ -226,8 +242,10 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
 
 
 def _felt_in_waits(cs: CountedSteps, chunk: np.ndarray, left_out: np.ndarray, clean: np.ndarray, dt: np.ndarray,
-                   itl: Histogram, ttft: Histogram | None, span_felt: float, inside: bool) -> tuple[float, float, str]:
-    """The depth over the prompts' own waits, bracketed by one chunk step's: ``(depth, chunk_depth, basis note)``.
+                   itl: Histogram, ttft: Histogram | None, span_felt: float,
+                   inside: bool) -> tuple[float, float, str, bool]:
+    """The depth over the prompts' own waits, bracketed by one chunk step's: ``(depth, chunk_depth, basis note,
+    read over the waits)``.
 
     A span also holds the decode-only steps before and after its prefill (all of them where the prefill ends
     inside a scrape; the edges where it runs across): those dilute the span's pace. The spans' excess wait
@@ -239,20 +257,20 @@ def _felt_in_waits(cs: CountedSteps, chunk: np.ndarray, left_out: np.ndarray, cl
     marked = span_mask(cs, chunk) & ~left_out
     bound = chunk_step_depth(cs, marked, clean, itl.upper_bounds, itl.increases)
     if not np.isfinite(bound) or bound >= span_felt:
-        return span_felt, float("nan"), ""
+        return span_felt, float("nan"), "", False
     note = (f"; prefill ends inside a scrape here, so a span mixes its chunk step with decode-only steps: one chunk "
             f"step itself holds decoders to {bound:.3f} of the clean pace (the mean gap beyond 3 clean gaps), and the "
             "depth while it acts lies between the two") if inside else ""
     waits = None if ttft is None else prompt_window_depth(cs, chunk, left_out, clean, dt, ttft.upper_bounds,
                                                             ttft.increases, bound)
     if waits is None:
-        return span_felt, bound if inside else float("nan"), note
+        return span_felt, bound if inside else float("nan"), note, False
     felt = min(waits.depth, span_felt)
     note += (f"; over the prompts' waits for a first token ({waits.prompts:.0f} waits beyond 3 clean gaps, "
              f"{waits.mean_wait_seconds:.2f} s on average: {waits.chunk_steps:.1f} chunk steps, each giving a decoder "
              f"one token, and the token of the step in flight at the arrival) it is {felt:.3f}"
              + (f" (the waits' reading, {waits.depth:.3f}, is above the spans' pace)" if felt != waits.depth else ""))
-    return felt, bound, note
+    return felt, bound, note, felt == waits.depth
 
 
 def _across_scrapes(cs: CountedSteps, chunk: np.ndarray, admitted: np.ndarray | None) -> np.ndarray:

@@ -35,6 +35,7 @@ from pdcensus.census.detect import (
     above,
     below,
     dose_signature,
+    gap_signature,
     preemption_signature,
     strongest,
 )
@@ -87,6 +88,8 @@ def signature_tests(x: VerdictInputs) -> list[SignatureTest | None]:
               "decode-only step / chunk step beside decoders (ledger)"),
         below(Mechanism.STEP_TIME_SHARING, Signature.LAG0_COLLAPSE, lag0, COLLAPSE_RATIO,
               "per-stream decode while prefill runs / idle (same scrape, lag 0)"),
+        # chunk steps far shorter than a scrape, which dilute the counted steps' ratio: vLLM's long inter-token gaps
+        gap_signature(x.gaps) if x.depth_from_steps else None,
         # the dose-response detects where no ledger measures chunk steps directly (counter-only engines)
         dose_signature(x.dose_stall, x.dose_depth) if not x.has_ledger else None,
         below(Mechanism.EVICTION, Signature.LAGGED_TAIL, controlled_tail, TAIL_EFFECT_MARGIN,
@@ -123,15 +126,21 @@ def detect(x: VerdictInputs) -> dict[Mechanism, Detection]:
             sharing = sharing if sharing.value_interval[1] < COLLAPSE_RATIO * tail else None
         if sharing is not None:
             by_rate = sharing.signature is not Signature.DOSE_RESPONSE and np.isfinite(x.lag0_effect[0])
-            if x.depth_from_steps and sharing.signature is Signature.CHUNK_STEP_COLLAPSE:
+            if x.depth_from_steps and sharing.signature in (Signature.CHUNK_STEP_COLLAPSE, Signature.LONG_GAPS):
                 by_rate = False  # counted steps: a 1 s scrape's rate mixes chunk and decode-only steps
             depth = float(x.lag0_effect[0]) if by_rate else sharing.value
             depth_iv = interval(x.lag0_effect) if by_rate else sharing.value_interval
             if not by_rate and x.depth_from_steps and np.isfinite(x.itl_depth) and x.itl_depth < 1.0:
                 # what decoders felt, per token (where the histogram shows a loss at all; else the counted ratio)
                 depth, depth_iv = x.itl_depth, (float("nan"), float("nan"))
+            if sharing.signature is Signature.LONG_GAPS and x.gaps is not None and not x.itl_depth_over_waits:
+                # the spans' pace is the diluted end: the long gaps' own (clean gap / their mean) while they act
+                depth, depth_iv = x.gaps.clean_gap_seconds / x.gaps.mean_long_gap_seconds, (float("nan"), float("nan"))
+            acts = x.busy_share
+            if sharing.signature is Signature.LONG_GAPS and x.gaps is not None and np.isfinite(x.gaps.long_share):
+                acts = x.gaps.long_share  # the decoders' time in the long gaps, not in the whole spans around them
             out[Mechanism.STEP_TIME_SHARING] = Detection(sharing, sharing_hits, x.sharing_loss(), depth, depth_iv,
-                                                         x.busy_share, x.itl_busy_ratio)
+                                                         acts, x.itl_busy_ratio)
     if stall is not None and stall_hits is not None:
         out[Mechanism.PREEMPTION_STALL] = Detection(stall, stall_hits, x.preemption, x.preemption_depth,
                                                     (float("nan"), float("nan")), x.burst_share, x.itl_burst_ratio)

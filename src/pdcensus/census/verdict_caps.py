@@ -200,6 +200,19 @@ def apply_caps(x: VerdictInputs, point: Mechanism, found: list[Found], confidenc
         cap = cap or point in (Mechanism.PREEMPTION_STALL, Mechanism.MIXED)
         notes.append("the stalled time is read from the waiting queue's excess after preemption bursts (which also "
                      "holds arrivals queued by the same load) or cannot be measured: export the preempted depth")
+    sharing = next((f for f in found if f.mechanism is Mechanism.STEP_TIME_SHARING), None)
+    if sharing is not None and sharing.signature is Signature.LONG_GAPS and x.gaps is not None:
+        # the two readings of its loss bracket it: the long gaps' excess leaves out chunk steps under the line, the
+        # counted steps' excess holds the batch's and contexts' growth (an alien-engine healthy run: 11.7 % against
+        # a truth of 0.5 %, the long gaps under 0.5 %; the simulator's 3.3x chunk steps: 17.8 % and 2.4 %, truth 11.3 %)
+        low = float(x.gaps.loss[0])
+        if np.isfinite(low) and (low >= MATERIAL_SHARE) != (sharing.loss_share >= MATERIAL_SHARE):
+            found = _cap_found(found, Mechanism.STEP_TIME_SHARING)
+            cap = cap or point in (Mechanism.STEP_TIME_SHARING, Mechanism.MIXED)
+            notes.append(f"step-time-sharing's loss is bracketed by the long inter-token gaps' excess ({100 * low:.1f} "
+                         f"% of decoders' time: chunk steps under 3 decode-only gaps are not in it) and the counted "
+                         f"steps' ({100 * sharing.loss_share:.1f} %: the batch's growth is in it too), on either side "
+                         "of the 5 % line: a scrape interval short enough to hold one chunk step (1 s) would settle it")
     if found and _headline_changes(x, found, point):
         cap = True
         notes.append(f"moving one loss share by {100 * MODEL_TOLERANCE:.0f} % of itself changes which mechanism "

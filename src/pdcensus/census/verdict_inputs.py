@@ -13,6 +13,7 @@ import numpy as np
 
 from pdcensus.census.guards import VerdictLimits
 from pdcensus.census.preemption import StallBasis
+from pdcensus.series.vllm_gaps import GapContrast
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,10 @@ class VerdictInputs:
     itl_basis: str = "step spans with prefill / without"
     # where every prefill ends inside a scrape: one chunk step's own depth, the bracket's other end
     itl_chunk_depth: float = float("nan")
+    itl_depth_over_waits: bool = False  # itl_depth is read over the prompts' waits for a first token
+    # the long inter-token gaps' excess beside prefill and without (pdcensus.series.vllm_gaps): sharing where the
+    # counted steps' ratio is diluted by chunk steps far shorter than a scrape
+    gaps: GapContrast | None = None
     # the engine's own cache config on a second KV tier (pdcensus.census.kv_tier): False rules KV eviction out
     kv_second_tier: bool | None = None
     kv_tier_basis: str = ""
@@ -91,7 +96,12 @@ class VerdictInputs:
     def sharing_loss(self) -> np.ndarray:
         """Decoders' time lost to step-time sharing per replicate: the ledger's share where it ran, else
         the collapse while prefill runs; a loss is never below zero, and an unknown one counts as none
-        (as :meth:`eviction_loss`). The one definition: the verdict and the losses table both read it."""
+        (as :meth:`eviction_loss`). The one definition: the verdict and the losses table both read it.
+
+        The long inter-token gaps' excess (``gaps.loss``) is not it: it leaves out every chunk step under
+        the line (3 decode-only gaps), and read 0.02 against a truth of 0.11 where the simulator's chunk
+        steps are 3.3 decode-only steps; the ledger's excess holds the batch's growth besides (0.18 there),
+        so the two bracket the loss and the evidence prints both."""
         if self.sharing is not None:
             return self.sharing
         return np.asarray(np.clip(np.nan_to_num(self.collapse), 0.0, None))

@@ -37,6 +37,7 @@ class Signature(str, Enum):
 
     LAG0_COLLAPSE = "lag0-collapse"  # per-stream decode well below idle while prefill runs
     CHUNK_STEP_COLLAPSE = "chunk-step-collapse"  # ledger: a decode row in a chunk step waits the chunk
+    LONG_GAPS = "long-gaps"  # inter-token gaps many decode-only steps long come with prefill (vLLM's histogram)
     DOSE_RESPONSE = "dose-response"  # per-stream decode falls with prefill tokens in the interval
     LAGGED_TAIL = "lagged-tail"  # decode slow 2-14 min after prefill, beyond batch growth
     INFLATED_DECODE_STEPS = "inflated-decode-steps"  # decode-only steps slow after prefill, beyond batch growth

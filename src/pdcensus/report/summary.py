@@ -40,6 +40,7 @@ MEANING = {
 
 _SIGNATURE_OF = {
     Signature.LAG0_COLLAPSE: Mechanism.STEP_TIME_SHARING, Signature.CHUNK_STEP_COLLAPSE: Mechanism.STEP_TIME_SHARING,
+    Signature.LONG_GAPS: Mechanism.STEP_TIME_SHARING,
     Signature.DOSE_RESPONSE: Mechanism.STEP_TIME_SHARING, Signature.LAGGED_TAIL: Mechanism.EVICTION,
     Signature.INFLATED_DECODE_STEPS: Mechanism.EVICTION, Signature.RECOVERY_SLOPE: Mechanism.EVICTION,
     Signature.PREEMPTION_BURSTS: Mechanism.PREEMPTION_STALL,
@@ -48,6 +49,8 @@ _SIGNATURE_OF = {
 _PLAIN: dict[str, tuple[str, str, str]] = {
     "chunk-step-collapse": ("decode-only step / chunk step", "found below",
                             "a decode row in a chunk step waits for the whole chunk (step ledger)"),
+    "long-gaps": ("long inter-token gaps beside prefill, less without", "found above",
+                  "decoders wait out chunk steps many decode-only steps long, though each is shorter than a scrape"),
     "lag0-collapse": ("decode while prefill runs, vs idle", "found below",
                       "per-stream decode in the same scrape as prefill, as a share of idle"),
     "lag0-effect": ("decode while prefill runs, vs idle", "a collapse below",
