@@ -12,7 +12,9 @@ Three kinds of limit, each with what would settle it:
   cap the headline below the confident 0.7 (``UNCONFIRMED_CAP``): eviction that batch growth
   alone would explain, eviction from inflated decode-only steps with no lag test, ``none``
   without a ledger from a baseline that always carries prefill, a stalled time that is only a
-  lower bound or read from the queue, and a headline that moving one loss share by
+  lower bound or read from the queue, sharing found by its long inter-token gaps whose two
+  loss readings (the long gaps', the counted steps') fall on either side of 5 %, and a headline
+  that moving one loss share by
   ``MODEL_TOLERANCE`` of itself would change. (On recordings of another engine model,
   tests/census/alien, such verdicts were wrong about half the time at confidence 0.71-0.97.)
 """
