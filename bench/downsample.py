@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from pdcensus.errors import CensusError
@@ -23,13 +22,8 @@ from pdcensus.sources.openmetrics_writer import write_openmetrics
 
 def thinned(recording: Recording, every: int, phase: int = 0) -> Recording:
     """Each endpoint's rows ``phase, phase + every, ...`` (series with no sample left dropped)."""
-    eps = []
-    for ep in recording.endpoints:
-        rows = slice(phase, None, every)
-        keep = ep.present[rows].any(axis=0)
-        eps.append(replace(ep, timestamps=ep.timestamps[rows].copy(), keys=[k for k, w in zip(ep.keys, keep) if w],
-                           values=ep.values[rows][:, keep].copy(), present=ep.present[rows][:, keep].copy()))
-    return Recording(recording.families, eps, recording.source)
+    return Recording(recording.families, [ep.take_rows(slice(phase, None, every)) for ep in recording.endpoints],
+                     recording.source)
 
 
 def main() -> int:

@@ -161,13 +161,13 @@ def test_the_replicates_quantile_is_prometheus_histogram_quantile(runs: dict[str
     """quantile_rows (the bootstrap's matrix form) gives what series.quantile gives, on a real TTFT histogram."""
     from pdcensus.verify.arm import read_window
     from pdcensus.series.profiles import Signal
-    from pdcensus.series.quantile import quantile_of_bounds
+    from pdcensus.series.quantile import quantile_of_bounds, quantile_rows
     from pdcensus.sources.load import load_source
 
     h = read_window(load_source(runs["sts"])).signals.histograms[Signal.TTFT]
     cumulative = np.cumsum(np.nan_to_num(h.increases), axis=0)  # every prefix of the window: many shapes
     for q in (0.0, 0.5, 0.9, 0.99, 1.0):
-        got = gate.quantile_rows(q, h.upper_bounds, cumulative)
+        got = quantile_rows(q, h.upper_bounds, cumulative)
         want = np.array([quantile_of_bounds(q, h.upper_bounds, row) for row in cumulative])
         np.testing.assert_allclose(got, want, equal_nan=True)
 

@@ -209,10 +209,10 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         if itl is not None and s.counted_steps.itl_seconds is not None and not stalled.any():
             # (not where preemptions are counted: a resumed stream's gap holds its whole wait since it was preempted,
             # vllm/v1/metrics/stats.py, and ends in its re-prefill's span, so the long gaps there are not sharing's)
-            clean = ~steps_spans & ~stalled & s.counted_steps.busy
+            busy_steps = s.counted_steps.busy
+            clean = ~steps_spans & busy_steps
             gaps = gap_contrast(weights, s.counted_steps.itl_seconds, itl.upper_bounds, itl.increases,
-                                steps_spans & ~stalled & s.counted_steps.busy, clean, wdec,
-                                clean_pace(s.counted_steps, clean, s.counted_steps.busy))
+                                steps_spans & busy_steps, clean, wdec, clean_pace(s.counted_steps, clean, busy_steps))
     return VerdictInputs(
         shape_proven=m.proven, shape_reason=m.shape_reason, samples=int(valid.sum()), idle_samples=int(idle.sum()),
         busy_samples=int(busy.sum()), has_ledger=excess is not None, ledger_chunk_steps=chunk_steps_beside,

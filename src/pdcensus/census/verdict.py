@@ -133,12 +133,14 @@ def detect(x: VerdictInputs) -> dict[Mechanism, Detection]:
             if not by_rate and x.depth_from_steps and np.isfinite(x.itl_depth) and x.itl_depth < 1.0:
                 # what decoders felt, per token (where the histogram shows a loss at all; else the counted ratio)
                 depth, depth_iv = x.itl_depth, (float("nan"), float("nan"))
-            if sharing.signature is Signature.LONG_GAPS and x.gaps is not None and not x.itl_depth_over_waits:
-                # the spans' pace is the diluted end: the long gaps' own (clean gap / their mean) while they act
-                depth, depth_iv = x.gaps.clean_gap_seconds / x.gaps.mean_long_gap_seconds, (float("nan"), float("nan"))
             acts = x.busy_share
-            if sharing.signature is Signature.LONG_GAPS and x.gaps is not None and np.isfinite(x.gaps.long_share):
-                acts = x.gaps.long_share  # the decoders' time in the long gaps, not in the whole spans around them
+            if sharing.signature is Signature.LONG_GAPS and x.gaps is not None:
+                if not x.itl_depth_over_waits:
+                    # the spans' pace is the diluted end: the long gaps' own (clean gap / their mean) while they act
+                    depth, depth_iv = (x.gaps.clean_gap_seconds / x.gaps.mean_long_gap_seconds,
+                                       (float("nan"), float("nan")))
+                if np.isfinite(x.gaps.long_share):
+                    acts = x.gaps.long_share  # the decoders' time in the long gaps, not in the whole spans around them
             out[Mechanism.STEP_TIME_SHARING] = Detection(sharing, sharing_hits, x.sharing_loss(), depth, depth_iv,
                                                          acts, x.itl_busy_ratio)
     if stall is not None and stall_hits is not None:

@@ -163,15 +163,19 @@ class Endpoint:
 
     def slice_rows(self, lo: int, hi: int) -> Endpoint:
         """Rows ``lo:hi``; series with no sample left are dropped."""
-        keep = self.present[lo:hi].any(axis=0)
+        return self.take_rows(slice(lo, hi))
+
+    def take_rows(self, rows: slice) -> Endpoint:
+        """The rows a slice selects (a stride keeps every K-th scrape); series with no sample left are dropped."""
+        keep = self.present[rows].any(axis=0)
         cols = np.flatnonzero(keep)
         return Endpoint(
             job=self.job,
             instance=self.instance,
-            timestamps=self.timestamps[lo:hi].copy(),
+            timestamps=self.timestamps[rows].copy(),
             keys=[self.keys[i] for i in cols],
-            values=self.values[lo:hi][:, cols].copy(),
-            present=self.present[lo:hi][:, cols].copy(),
+            values=self.values[rows][:, cols].copy(),
+            present=self.present[rows][:, cols].copy(),
         )
 
 

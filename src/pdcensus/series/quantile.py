@@ -19,6 +19,8 @@ import math
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 SMALL_DELTA_TOLERANCE = 1e-12
 _MIN_NORMAL = 2.2250738585072014e-308
 
@@ -144,3 +146,25 @@ def quantile_of_bounds(q: float, upper_bounds: Iterable[float], cumulative_count
     """
     buckets = [Bucket(float(b), float(c)) for b, c in zip(upper_bounds, cumulative_counts, strict=True)]
     return bucket_quantile(q, buckets, semantics)
+
+
+def quantile_rows(q: float, upper_bounds: np.ndarray, cumulative: np.ndarray) -> np.ndarray:
+    """``histogram_quantile(q)`` of each row of cumulative ``le`` counts (bounds sorted, +Inf last).
+
+    Prometheus's rule (:func:`pdcensus.series.quantile.bucket_quantile`) for monotonic rows: the
+    first bucket whose count reaches ``q x total``, linear inside it, the lower bound of +Inf as
+    the answer in the +Inf bucket; NaN for an empty row.
+    """
+    bounds = np.asarray(upper_bounds, dtype=np.float64)
+    cum = np.asarray(cumulative, dtype=np.float64)
+    total = cum[:, -1]
+    rank = q * total
+    b = np.minimum((cum < rank[:, None]).sum(axis=1), bounds.size - 1)
+    rows = np.arange(cum.shape[0])
+    prev = np.where(b > 0, cum[rows, np.maximum(b - 1, 0)], 0.0)
+    start = np.where(b > 0, bounds[np.maximum(b - 1, 0)], 0.0)
+    end = bounds[b]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        inside = start + (end - start) * (rank - prev) / (cum[rows, b] - prev)
+    out = np.where(b == bounds.size - 1, bounds[-2] if bounds.size > 1 else math.nan, inside)
+    return np.where(total > 0, out, math.nan)

@@ -35,28 +35,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from pdcensus.series.quantile import quantile_rows
+
 LONG_STEPS = 3.0  # a gap beyond this many decode-only gaps waited out more than a decode-only step
 MIN_LONG_GAPS = 5  # long gaps in the spans with prefill: fewer, and the contrast is no reading
 
 
 def median_gaps(upper_bounds: np.ndarray, increases: np.ndarray) -> np.ndarray:
-    """Per interval, the median observation read as ``histogram_quantile(0.5, ...)`` reads it (linear inside the
-    bucket; NaN where the interval has no observation, or the median lies in the +Inf bucket)."""
+    """Per interval, the median observation read as ``histogram_quantile(0.5, ...)`` reads it
+    (:func:`pdcensus.series.quantile.quantile_rows`); NaN where the interval has no observation, or the median
+    lies in the +Inf bucket."""
     inc = np.asarray(increases, dtype=np.float64)
-    bounds = np.asarray(upper_bounds, dtype=np.float64)
-    total = inc[:, -1]
-    out = np.full(inc.shape[0], np.nan)
-    lower = np.r_[0.0, bounds[:-1]]
-    for i in np.flatnonzero(np.isfinite(total) & (total > 0)):
-        cum = inc[i]
-        at = int(np.searchsorted(cum, total[i] / 2.0, side="left"))
-        if at >= bounds.size or not np.isfinite(bounds[at]):
-            continue
-        below = cum[at - 1] if at > 0 else 0.0
-        inside = cum[at] - below
-        frac = (total[i] / 2.0 - below) / inside if inside > 0 else 1.0
-        out[i] = lower[at] + (bounds[at] - lower[at]) * frac
-    return out
+    out = np.where(np.isfinite(inc).all(axis=1), quantile_rows(0.5, upper_bounds, inc), np.nan)
+    in_inf = inc[:, -2] < inc[:, -1] / 2.0 if inc.shape[1] > 1 else np.ones(inc.shape[0], dtype=bool)
+    return np.where(in_inf, np.nan, out)
 
 
 def long_gap_excess(upper_bounds: np.ndarray, increases: np.ndarray,

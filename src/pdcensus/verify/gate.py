@@ -28,7 +28,7 @@ A quantile read from a bucketed histogram is known only to its ``le`` bucket, so
 a ratio also spans what the two points' buckets allow (the after bucket's lower bound over the
 before bucket's upper bound, and the reverse): a change inside one bucket is never called. A
 quantile is ``histogram_quantile`` of the summed bucket increases, as in the census (the
-replicates use :func:`quantile_rows`, the same rule over a matrix). A bucket with fewer than
+replicates use :func:`pdcensus.series.quantile.quantile_rows`, the same rule over a matrix). A bucket with fewer than
 ``MIN_OBSERVATIONS`` observations in either window is *undecided*, never a pass or a failure.
 """
 
@@ -44,6 +44,7 @@ from pdcensus.census import bootstrap
 from pdcensus.census.buckets import per_stream_rate
 from pdcensus.census.signals import Histogram, ShapeSignals
 from pdcensus.series.profiles import Signal
+from pdcensus.series.quantile import quantile_rows
 from pdcensus.verify.arm_args import DEFAULT_TOLERANCE
 from pdcensus.verify.model import ArmOutcome, ArmPrediction, Comparison, CompareStatus
 
@@ -65,28 +66,6 @@ class Side:
 def side(signals: ShapeSignals, index: np.ndarray, replicates: int = REPLICATES, seed: int = bootstrap.SEED) -> Side:
     busy = (index > 0).astype(float)
     return Side(signals, index, bootstrap.weights(index.size, bootstrap.block_length(busy), replicates, seed))
-
-
-def quantile_rows(q: float, upper_bounds: np.ndarray, cumulative: np.ndarray) -> np.ndarray:
-    """``histogram_quantile(q)`` of each row of cumulative ``le`` counts (bounds sorted, +Inf last).
-
-    Prometheus's rule (:func:`pdcensus.series.quantile.bucket_quantile`) for monotonic rows: the
-    first bucket whose count reaches ``q x total``, linear inside it, the lower bound of +Inf as
-    the answer in the +Inf bucket; NaN for an empty row.
-    """
-    bounds = np.asarray(upper_bounds, dtype=np.float64)
-    cum = np.asarray(cumulative, dtype=np.float64)
-    total = cum[:, -1]
-    rank = q * total
-    b = np.minimum((cum < rank[:, None]).sum(axis=1), bounds.size - 1)
-    rows = np.arange(cum.shape[0])
-    prev = np.where(b > 0, cum[rows, np.maximum(b - 1, 0)], 0.0)
-    start = np.where(b > 0, bounds[np.maximum(b - 1, 0)], 0.0)
-    end = bounds[b]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        inside = start + (end - start) * (rank - prev) / (cum[rows, b] - prev)
-    out = np.where(b == bounds.size - 1, bounds[-2] if bounds.size > 1 else math.nan, inside)
-    return np.where(total > 0, out, math.nan)
 
 
 @dataclass(frozen=True)
