@@ -16,7 +16,11 @@ second, one fresh server per scenario, each from a real cause:
 - ``short-burst``: 2 long decoders (2,000 tokens each) beside 100-token prompts that decode 4
   tokens each, 5 s apart: a prefill far shorter than a 5-15 s scrape (``bench/downsample.py``
   reads the run at those); ``holdout-short-burst`` is shaped unlike it (3 decoders of 1,200 tokens,
-  150-token prompts 6 s apart, ``--max-num-seqs 8``) and was recorded after the ``long-gaps`` rule.
+  150-token prompts 6 s apart, ``--max-num-seqs 8``) and was recorded after the ``long-gaps`` rule;
+- ``holdout-busy`` (``--seconds 150``): 3 decoders of 1,500 tokens beside 120-token prompts 0.4 s
+  after each answer from 8 s to 142 s: a prompt in nearly every 1 s scrape, so too few spans are
+  free of prefill to time a decode-only step (the long gaps' dose-response reads it); recorded
+  after that rule was written.
 
 The knob runs (``--scenario knobs`` or one name) are a baseline's load on a server started with
 one flag changed: ``budget-512``/``-1024``/``-8192`` beside
@@ -66,6 +70,11 @@ SCENARIOS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "holdout-short-burst": (BASE_ARGS + ("--max-num-seqs", "8"),
                             {"decoders": 3, "decoder_prompt_tokens": 64, "max_tokens": 1200, "prompt_tokens": 150,
                              "prompt_max_tokens": 2, "prompt_gap_seconds": 6.0, "seed": 14}),
+    # held out from the dose-response reading of the long gaps: a prompt pending through nearly every scrape
+    # (one phase from 8 s to 8 s before the end of a 150 s run), so almost no span is free of prefill
+    "holdout-busy": (BASE_ARGS + ("--max-num-seqs", "8"),
+                     {"decoders": 3, "decoder_prompt_tokens": 64, "max_tokens": 1500, "prompt_tokens": 120,
+                      "prompt_max_tokens": 2, "prompt_gap_seconds": 0.4, "phases": ((8.0, 142.0),), "seed": 15}),
     "holdout-preemption": (("--num-gpu-blocks-override", "20", "--max-model-len", "2048",
                             "--max-num-batched-tokens", "1024"),
                            {"decoders": 8, "decoder_prompt_tokens": 400, "max_tokens": 700, "phases": (), "seed": 12}),

@@ -36,3 +36,17 @@ def test_a_loss_the_two_readings_put_on_either_side_of_5_percent_is_named_but_no
     assert v.mechanism is Mechanism.STEP_TIME_SHARING
     assert v.confidence <= UNCONFIRMED_CAP
     assert any("on either side of the 5 % line" in s for s in v.settle)
+
+
+def test_a_prompt_in_nearly_every_30s_scrape_is_found_by_the_long_gaps_dose_response():
+    # at 30 s scrapes fewer than 10 spans are free of prefill: no decode-only step is timed, no ledger (read as
+    # `none` 0.05 before); the long gaps' excess grows with the prompt tokens per second beyond noise
+    truth, v = _verdict("step-time-sharing", 30.0)
+    assert truth["mechanism"] == "step-time-sharing"
+    assert v.mechanism is Mechanism.STEP_TIME_SHARING
+    (f,) = [f for f in v.found if f.mechanism is Mechanism.STEP_TIME_SHARING]
+    assert f.signature is Signature.LONG_GAPS
+    assert "by dose-response" in f.signature_text
+    assert f.loss_share >= MATERIAL_SHARE  # the truth: 11 % of decoders' time
+    assert 0.0 < f.depth < 0.85  # one chunk step's own, not the diluted per-scrape rate
+    assert not any("bucket contrast could not run" in s for s in v.settle)

@@ -276,3 +276,48 @@ def test_a_sharing_loss_whose_two_readings_straddle_the_material_line_is_not_con
     assert v.mechanism is Mechanism.STEP_TIME_SHARING
     assert v.confidence <= UNCONFIRMED_CAP
     assert any("on either side of the 5 % line" in n for n in v.settle)
+
+
+def _dosed(beside: float, loss: float, spread: float = 0.005, without: float = 0.01):
+    from pdcensus.series.vllm_gaps import CONTROL_DOSE
+
+    return replace(_gaps(beside, without, loss, spread), control=CONTROL_DOSE)
+
+
+def _no_ledger(**kw: object) -> VerdictInputs:
+    """A vLLM window where a prompt lands in nearly every scrape: no ledger, 7 idle scrapes, the rate contrast
+    diluted (0.78 of idle) and its loss 16.6 %."""
+    fields: dict[str, object] = dict(
+        has_ledger=False, ledger_chunk_steps=0.0, sharing=None, residency=None, ledger_depth=None, inflation_after=None,
+        inflation_after_batch_bounded=None, idle_samples=7, busy_samples=23, samples=30, lag0_effect=reps(0.78, 0.02),
+        collapse=reps(0.166, 0.01))
+    return base(**{**fields, **kw})
+
+
+def test_long_gaps_that_grow_with_the_prompt_tokens_stand_in_for_the_missing_idle_bucket():
+    v = decide(_no_ledger(gaps=_dosed(0.166, 0.109)))
+    assert v.mechanism is Mechanism.STEP_TIME_SHARING
+    (f,) = v.found
+    assert f.signature is Signature.LONG_GAPS  # before the diluted lag-0 collapse
+    assert f.loss_share == pytest.approx(0.109)  # the long gaps' excess beyond the intercept, not the contrast's
+    assert f.depth == pytest.approx(0.005 / 0.17)  # one chunk step's own, not the rate contrast's 0.78
+    assert not any("bucket contrast could not run" in s for s in v.settle)
+    assert not any("decode-only step counters" in s for s in v.settle)  # no ledger penalty: the gaps separate
+    assert any(e.rule == "long-gaps" and "by dose-response" in e.text for e in v.evidence)
+
+
+def test_without_the_contrast_a_dosed_signature_under_the_measurable_line_is_inconclusive_not_none():
+    # an alien-engine run with no busy scrape: the long gaps grow with the prompts beyond noise, but cost 0.03 %
+    v = decide(_no_ledger(idle_samples=239, busy_samples=0, samples=239, lag0_effect=reps(0.99, 0.01),
+                          collapse=reps(0.0, 0.0005), gaps=_dosed(0.0003, 0.0003, 0.00005, without=0.0)))
+    assert v.mechanism is Mechanism.INCONCLUSIVE
+    assert any("another session prefills" in s for s in v.settle)
+
+
+def test_dosed_long_gaps_and_a_rate_contrast_either_side_of_5_percent_are_capped():
+    v = decide(_no_ledger(idle_samples=12, collapse=reps(0.04, 0.002), gaps=_dosed(0.1, 0.07)))
+    assert v.mechanism is Mechanism.STEP_TIME_SHARING and v.confidence <= UNCONFIRMED_CAP
+    assert any("the rate contrast's" in s and "on either side of the 5 % line" in s for s in v.settle)
+    # with under 10 idle scrapes the contrast is no reading (a live run with no busy bucket read it as 0.0 %)
+    v = decide(_no_ledger(idle_samples=7, collapse=reps(0.04, 0.002), gaps=_dosed(0.1, 0.07)))
+    assert not any("on either side of the 5 % line" in s for s in v.settle)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pdcensus.series.vllm_gaps import gap_contrast, long_gap_excess, median_gaps
+from pdcensus.series.vllm_gaps import gap_contrast, gap_dose, long_gap_excess, median_gaps
 
 # vLLM 0.32's inter-token latency buckets (vllm/v1/metrics/loggers.py), +Inf last
 BOUNDS = np.array([0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0,
@@ -100,3 +100,51 @@ def test_a_long_gap_is_never_read_longer_than_the_intervals_sum_allows() -> None
 def test_too_few_long_gaps_beside_prefill_give_no_contrast() -> None:
     g = _contrast([{0.01: 100.0, 0.2: 1.0}] * 4, [{0.01: 100.0}] * 4, [0.5 + 0.17] * 4, [0.5] * 4)
     assert g is None
+
+
+DECODER_SECONDS = 50.0  # 5 decoders through a 10 s scrape
+
+
+def _dose(per_interval: list[tuple[float, dict[float, float], float]]):
+    """gap_dose over intervals of (prompt tokens per second, buckets, inter-token sum), each of 5 decoders over
+    10 s; every interval beside prefill where its dose is above 0."""
+    inc = _rows(*[b for _, b, _ in per_interval])
+    dose = np.array([d for d, _, _ in per_interval])
+    sums = np.array([s for _, _, s in per_interval])
+    n = inc.shape[0]
+    return gap_dose(np.ones((1, n)), sums, BOUNDS, inc, dose, dose > 0, np.ones(n, dtype=bool),
+                    np.full(n, DECODER_SECONDS))
+
+
+def test_long_gaps_that_grow_with_the_prompt_tokens_are_sharing_with_no_span_free_of_prefill() -> None:
+    # every interval carries prompts: 1, 2 or 3 prompts (15, 30, 45 tok/s), each one 170 ms chunk step beside
+    # 5 decoders (5 long gaps each), and a host pause of one 170 ms gap in every interval whatever the dose
+    rows = []
+    for k in [1, 2, 3] * 8:
+        long = 5.0 * k + 1.0
+        rows.append((15.0 * k, {0.01: 950.0, 0.2: long}, 950 * 0.0075 + long * 0.175))
+    g = _dose(rows)
+    assert g is not None and g.by_dose
+    # the intercept holds the host's pause (one long gap per interval), not the prompts' 5 per prompt
+    excess = 0.175 - g.clean_gap_seconds
+    assert g.clean_gap_seconds == pytest.approx(0.0075, rel=0.4)  # the intervals' median: inside the 5-10 ms bucket
+    assert g.without[0] == pytest.approx(excess / DECODER_SECONDS, rel=0.02)
+    assert g.difference[0] == pytest.approx(2 * 5 * excess / DECODER_SECONDS, rel=0.02)  # 2 prompts on average
+    # the loss is the prompts' long gaps' excess alone: 5 per prompt, 48 prompts, beyond the median gap
+    assert g.loss[0] == pytest.approx(5 * 48 * excess / (24 * DECODER_SECONDS), rel=0.02)
+
+
+def test_long_gaps_that_do_not_grow_with_the_dose_are_no_sharing() -> None:
+    # the same two long gaps per interval whatever the prompt tokens: the fit is flat, its intercept the mean
+    rows = [(15.0 * k, {0.01: 950.0, 0.2: 2.0}, 950 * 0.0075 + 2 * 0.175) for k in [1, 2, 3] * 8]
+    g = _dose(rows)
+    assert g is not None
+    assert g.difference[0] == pytest.approx(0.0, abs=1e-9)
+    assert g.loss[0] == pytest.approx(0.0, abs=1e-9)
+
+
+def test_the_dose_needs_spread_and_enough_intervals() -> None:
+    flat = [(30.0, {0.01: 950.0, 0.2: 10.0}, 950 * 0.0075 + 10 * 0.175)] * 24
+    assert _dose(flat) is None  # every interval the same dose: no slope to read
+    few = [(15.0 * k, {0.01: 950.0, 0.2: 5.0 * k}, 950 * 0.0075 + 5 * k * 0.175) for k in [1, 2, 3] * 3]
+    assert _dose(few) is None  # 9 intervals: under MIN_DOSE_INTERVALS

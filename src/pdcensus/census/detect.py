@@ -110,11 +110,14 @@ def gap_signature(gaps: GapContrast | None) -> SignatureTest | None:
     lo, hi = interval(diff)
     hits = np.isfinite(diff) & (diff > 0)
     found = bool(np.isfinite(lo) and lo > 0)
+    control = (f"{100 * gaps.without[0]:.1f} % at no prompt tokens, by dose-response on the prompt tokens per "
+               "second (no span free of prefill timed a decode-only step)" if gaps.by_dose
+               else f"{100 * gaps.without[0]:.1f} % without")
     return SignatureTest(
         Mechanism.STEP_TIME_SHARING, Signature.LONG_GAPS, hits, found, float(diff[0]), (lo, hi),
         f"decoders' waiting in inter-token gaps beyond {LONG_STEPS:g} decode-only gaps, less those gaps "
         f"(vllm:inter_token_latency_seconds): {100 * gaps.beside[0]:.1f} % of their waiting in step spans with "
-        f"prefill, {100 * gaps.without[0]:.1f} % without ({gaps.long_gaps:.0f} long gaps beside prefill, "
+        f"prefill, {control} ({gaps.long_gaps:.0f} long gaps beside prefill, "
         f"{1e3 * gaps.mean_long_gap_seconds:.0f} ms on average against a {1e3 * gaps.clean_gap_seconds:.1f} ms clean "
         f"gap); the difference {100 * diff[0]:.1f} points (90% interval {100 * lo:.1f}-{100 * hi:.1f}; found above 0); "
         f"the long gaps' excess beyond that control is {100 * gaps.loss[0]:.1f} % of decoders' time, a lower bound of "

@@ -33,8 +33,9 @@ from pdcensus.census.recovery import recovery
 from pdcensus.census.signals import Histogram, ShapeSignals
 from pdcensus.census.ttft import summed_quantile
 from pdcensus.census.verdict_inputs import VerdictInputs
+from pdcensus.census.vllm_counted import VllmCounted
 from pdcensus.series.profiles import Signal
-from pdcensus.series.vllm_gaps import gap_contrast
+from pdcensus.series.vllm_gaps import GapContrast, gap_contrast, gap_dose
 from pdcensus.series.vllm_steps import (
     CountedSteps,
     chunk_step_depth,
@@ -55,6 +56,8 @@ FASTER_WHILE_COUNTED = 1.05
 # census's own sample floor: a pace from fewer tokens moves by a fifth with one token more or less)
 MIN_FELT_TOKENS = 30
 ITL_ALL = "step spans with prefill / without"
+ITL_DOSE = ("the long inter-token gaps beside prompts (no span free of prefill timed a decode-only step): the "
+            "intervals' median gap over the long gaps' mean, over the prompts' waits where the TTFT histogram gives them")
 ITL_ACROSS = ("step spans of prefill that ran across scrapes (several chunk steps, or one longer than a scrape) / "
               "without prefill (spans of prefills begun and ended inside one scrape left out of both sides)")
 
@@ -213,6 +216,10 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
             clean = ~steps_spans & busy_steps
             gaps = gap_contrast(weights, s.counted_steps.itl_seconds, itl.upper_bounds, itl.increases,
                                 steps_spans & busy_steps, clean, wdec, clean_pace(s.counted_steps, clean, busy_steps))
+    elif s.untimed_steps is not None and itl is not None:
+        gaps, felt, felt_chunk, over_waits = _gaps_by_dose(s, s.untimed_steps, itl, weights, wdec, tokens, dt)
+        if gaps is not None:
+            felt_basis = ITL_DOSE
     return VerdictInputs(
         shape_proven=m.proven, shape_reason=m.shape_reason, samples=int(valid.sum()), idle_samples=int(idle.sum()),
         busy_samples=int(busy.sum()), has_ledger=excess is not None, ledger_chunk_steps=chunk_steps_beside,
@@ -239,6 +246,30 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         contrast_note=contrast_note(m.guards if rates else None, lag0),
         withheld=m.withheld, limits=m.limits,
     )
+
+
+def _gaps_by_dose(s: ShapeSignals, untimed: VllmCounted, itl: Histogram, weights: np.ndarray, wdec: np.ndarray,
+                  tokens: np.ndarray, dt: np.ndarray) -> tuple[GapContrast | None, float, float, bool]:
+    """Where too few intervals are free of prefill to time a decode-only step: the long gaps fitted on the prompt
+    tokens per second (:func:`pdcensus.series.vllm_gaps.gap_dose`), with ``(gaps, depth, one chunk step's depth,
+    read over the prompts' waits)``; the depth over the waits where the TTFT histogram gives them, else one chunk
+    step's own (the interval's median gap over the long gaps' mean). Not where preemptions are counted."""
+    nan = (None, float("nan"), float("nan"), False)
+    cs, preempted = untimed.steps, s.increase(Signal.PREEMPTIONS)
+    if cs.itl_seconds is None or (preempted is not None and (np.nan_to_num(preempted) > 0).any()):
+        return nan
+    with np.errstate(invalid="ignore", divide="ignore"):
+        dose = np.where(dt > 0, np.nan_to_num(tokens) / np.where(dt > 0, dt, 1.0), np.nan)
+    marked = span_mask(cs, untimed.chunk)
+    gaps = gap_dose(weights, cs.itl_seconds, itl.upper_bounds, itl.increases, dose, marked, cs.busy, wdec)
+    if gaps is None:
+        return nan
+    chunk = gaps.clean_gap_seconds / gaps.mean_long_gap_seconds
+    ttft = s.histograms.get(Signal.TTFT)
+    none = np.zeros(s.n, dtype=bool)
+    waits = None if ttft is None else prompt_window_depth(cs, untimed.chunk, none, none, dt, ttft.upper_bounds,
+                                                            ttft.increases, chunk, clean_gap=gaps.clean_gap_seconds)
+    return (gaps, chunk, chunk, False) if waits is None else (gaps, waits.depth, chunk, True)
 
 
 def _felt_in_waits(cs: CountedSteps, chunk: np.ndarray, left_out: np.ndarray, clean: np.ndarray, dt: np.ndarray,

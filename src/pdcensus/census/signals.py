@@ -35,7 +35,7 @@ import numpy as np
 from pdcensus.census.counters import summed_gauge
 from pdcensus.census.prefill_progress import PrefillBasis, PrefillProgress, reconstruct
 from pdcensus.census.usable import LeftOut, bounded_rate
-from pdcensus.census.vllm_counted import prompt_or_queries_spanned, vllm_counted
+from pdcensus.census.vllm_counted import VllmCounted, prompt_or_queries_spanned, vllm_counted
 from pdcensus.engines import PromptCounting, record
 from pdcensus.series.engine_ledger import ledger_increases, ledger_spanned, term_increases
 from pdcensus.series.increases import spanned, summed_increase
@@ -96,6 +96,9 @@ class ShapeSignals:
     chunk_intervals: np.ndarray | None = None
     # intervals with a prompt admitted and not yet done at either end: a prefill that runs across scrapes
     prefill_across: np.ndarray | None = None
+    # vLLM where too few intervals are free of prefill to time a decode-only step (no ledger, and the three
+    # fields above None): its counted steps and prefill mask, read by the long inter-token gaps alone
+    untimed_steps: VllmCounted | None = None
     # per counter signal, the rows whose increase is a share of a span over a missing sample
     # (pdcensus.series.increases.spanned); absent: none is
     spanned: dict[Signal, np.ndarray] = field(default_factory=dict)
@@ -230,10 +233,12 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
     ttft = histograms.get(Signal.TTFT)
     counted = vllm_counted(profile, endpoint, rows, dt, increases, gauges, prefill, Signal.ITL in histograms,
                            ttft.increases[:, -1] if ttft is not None else None, spans)
+    timed = counted if counted is not None and counted.timed else None
     return ShapeSignals(times, dt, scrape_interval_seconds, profile, names, gauges, increases, histograms,
                         decode, prefill, from_counters, tuple(left_out), basis, progress, finished,
-                        counted.steps if counted else None, counted.chunk if counted else None,
-                        counted.across if counted else None, spans)
+                        timed.steps if timed else None, timed.chunk if timed else None,
+                        timed.across if timed else None, counted if counted is not None and not counted.timed
+                        else None, spans)
 
 
 def _counter_basis(profile: Profile, prompt_term: bool) -> PrefillBasis:

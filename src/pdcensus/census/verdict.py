@@ -86,10 +86,11 @@ def signature_tests(x: VerdictInputs) -> list[SignatureTest | None]:
         below(Mechanism.STEP_TIME_SHARING, Signature.CHUNK_STEP_COLLAPSE,
               x.ledger_depth if x.ledger_chunk_steps > 0 else None, COLLAPSE_RATIO,
               "decode-only step / chunk step beside decoders (ledger)"),
+        # chunk steps far shorter than a scrape, which dilute the counted steps' ratio and the rate contrast:
+        # vLLM's long inter-token gaps (against spans without prefill, or by dose where none was timed)
+        gap_signature(x.gaps),
         below(Mechanism.STEP_TIME_SHARING, Signature.LAG0_COLLAPSE, lag0, COLLAPSE_RATIO,
               "per-stream decode while prefill runs / idle (same scrape, lag 0)"),
-        # chunk steps far shorter than a scrape, which dilute the counted steps' ratio: vLLM's long inter-token gaps
-        gap_signature(x.gaps) if x.depth_from_steps else None,
         # the dose-response detects where no ledger measures chunk steps directly (counter-only engines)
         dose_signature(x.dose_stall, x.dose_depth) if not x.has_ledger else None,
         below(Mechanism.EVICTION, Signature.LAGGED_TAIL, controlled_tail, TAIL_EFFECT_MARGIN,
@@ -125,8 +126,9 @@ def detect(x: VerdictInputs) -> dict[Mechanism, Detection]:
             tail = out[Mechanism.EVICTION].depth
             sharing = sharing if sharing.value_interval[1] < COLLAPSE_RATIO * tail else None
         if sharing is not None:
-            by_rate = sharing.signature is not Signature.DOSE_RESPONSE and np.isfinite(x.lag0_effect[0])
-            if x.depth_from_steps and sharing.signature in (Signature.CHUNK_STEP_COLLAPSE, Signature.LONG_GAPS):
+            by_rate = sharing.signature not in (Signature.DOSE_RESPONSE, Signature.LONG_GAPS) \
+                and np.isfinite(x.lag0_effect[0])
+            if x.depth_from_steps and sharing.signature is Signature.CHUNK_STEP_COLLAPSE:
                 by_rate = False  # counted steps: a 1 s scrape's rate mixes chunk and decode-only steps
             depth = float(x.lag0_effect[0]) if by_rate else sharing.value
             depth_iv = interval(x.lag0_effect) if by_rate else sharing.value_interval
@@ -135,7 +137,9 @@ def detect(x: VerdictInputs) -> dict[Mechanism, Detection]:
                 depth, depth_iv = x.itl_depth, (float("nan"), float("nan"))
             acts = x.busy_share
             if sharing.signature is Signature.LONG_GAPS and x.gaps is not None:
-                if not x.itl_depth_over_waits:
+                if x.itl_depth_over_waits and np.isfinite(x.itl_depth):
+                    depth, depth_iv = x.itl_depth, (float("nan"), float("nan"))  # over the prompts' waits
+                else:
                     # the spans' pace is the diluted end: the long gaps' own (clean gap / their mean) while they act
                     depth, depth_iv = (x.gaps.clean_gap_seconds / x.gaps.mean_long_gap_seconds,
                                        (float("nan"), float("nan")))
@@ -185,6 +189,11 @@ def _evidence(x: VerdictInputs, tests: list[SignatureTest | None]) -> list[Evide
                            "one chunk step's own depth (the clean pace over the mean inter-token gap beyond 3 clean "
                            f"gaps): {x.itl_chunk_depth:.3f}; the step spans also hold decode-only steps beside the "
                            "prefill, so the depth while it acts lies between this and itl-depth"))
+    if x.gaps is not None and x.gaps.by_dose and np.isfinite(x.itl_depth):
+        felt = float(x.itl_depth)
+        ev.append(Evidence("itl-depth", felt, COLLAPSE_RATIO, bool(felt < COLLAPSE_RATIO),
+                           f"decoders' pace while a chunk step acts, from {x.itl_basis}: {felt:.3f}"
+                           + (f" (one chunk step's own: {x.itl_chunk_depth:.3f})" if x.itl_depth_over_waits else "")))
     if x.kv_second_tier is False:
         ev.append(Evidence("kv-second-tier", None, None, False,
                            f"the engine's cache config names no second KV tier ({x.kv_tier_basis}): a running "
@@ -234,6 +243,9 @@ def decide(x: VerdictInputs) -> Verdict:
         detections = detect(x) if x.shape_proven and not x.single_session else {}
         if not contrast_only:  # preemptions are counted, not estimated: found even where nothing else can run
             detections = {m: d for m, d in detections.items() if m is Mechanism.PREEMPTION_STALL}
+        # without the contrast, a signature that costs under the measurable line supports no 'none' either
+        detections = {m: d for m, d in detections.items()
+                      if m is Mechanism.PREEMPTION_STALL or not float(d.loss[0]) < MEASURABLE_SHARE}
         if not detections:
             v = Verdict(Mechanism.INCONCLUSIVE, (), 0.0, tuple(ev), tuple(settle), withheld=x.withheld)
             return replace(v, headline=headline_text(v, x))

@@ -77,7 +77,7 @@ def preconditions(x: VerdictInputs) -> tuple[list[Evidence], list[str], bool]:
         settle.append(f"{x.single_session}: no other session's prefill to bucket decode by; load the endpoint "
                       "with two or more concurrent sessions")
     # with a ledger, chunk steps beside decoders are counted directly: the contrast is corroboration
-    ledger_sees_prefill = x.has_ledger and x.ledger_chunk_steps > 0
+    ledger_sees_prefill = (x.has_ledger and x.ledger_chunk_steps > 0) or gaps_see_prefill(x)
     hard = len(settle)
     if x.idle_samples < MIN_GROUP_SAMPLES and not ledger_sees_prefill:
         settle.append("record a window that includes idle-prefill periods (a baseline for decoders)")
@@ -94,10 +94,19 @@ def preconditions(x: VerdictInputs) -> tuple[list[Evidence], list[str], bool]:
     return ev, settle, bool(settle) and hard == 0
 
 
+def gaps_see_prefill(x: VerdictInputs) -> bool:
+    """vLLM's long inter-token gaps, fitted by dose where no span free of prefill timed a decode-only step, find
+    the chunk steps beside decoders: as a ledger's count, they need no idle bucket to contrast against, and they
+    tell sharing from residency (a resident's slowdown slows every step; these are gaps many steps long that grow
+    with the prompt tokens). Only where their loss is one a census can tell from noise (``MEASURABLE_SHARE``):
+    under it they stand in for nothing (an alien-engine run with no busy scrape, its gaps' loss 0.02 %)."""
+    return x.gaps_by_dose_found() and x.gaps is not None and float(x.gaps.loss[0]) >= MEASURABLE_SHARE
+
+
 def quality(x: VerdictInputs) -> tuple[float, list[str]]:
     """The confidence factor for what the data cannot show, and what would lift it."""
     factor, notes = 1.0, []
-    if not x.has_ledger:
+    if not x.has_ledger and not gaps_see_prefill(x):
         factor *= NO_LEDGER_FACTOR
         notes.append("decode-only step counters (radiance 1.8.x; vLLM: Forward Pass Metrics; SGLang: "
                      "SGLANG_ENABLE_METRICS_DEVICE_TIMER=1) would separate sharing from residency")
@@ -208,12 +217,17 @@ def apply_caps(x: VerdictInputs, point: Mechanism, found: list[Found], confidenc
         # counted steps' excess holds the batch's and contexts' growth (an alien-engine healthy run: 11.7 % against
         # a truth of 0.5 %, the long gaps under 0.5 %; the simulator's 3.3x chunk steps: 17.8 % and 2.4 %, truth 11.3 %)
         low = float(x.gaps.loss[0])
-        if np.isfinite(low) and (low >= MATERIAL_SHARE) != (sharing.loss_share >= MATERIAL_SHARE):
+        # (by dose, the rate contrast's, where both of its buckets hold enough scrapes: else there is no bracket)
+        contrast = (float(x.collapse[0]) if min(x.idle_samples, x.busy_samples) >= MIN_GROUP_SAMPLES
+                    else float("nan"))
+        high, other = ((contrast, "the rate contrast's") if x.gaps.by_dose
+                       else (sharing.loss_share, "the counted steps'"))
+        if np.isfinite(low) and np.isfinite(high) and (low >= MATERIAL_SHARE) != (high >= MATERIAL_SHARE):
             found = _cap_found(found, Mechanism.STEP_TIME_SHARING)
             cap = cap or point in (Mechanism.STEP_TIME_SHARING, Mechanism.MIXED)
             notes.append(f"step-time-sharing's loss is bracketed by the long inter-token gaps' excess ({100 * low:.1f} "
-                         f"% of decoders' time: chunk steps under 3 decode-only gaps are not in it) and the counted "
-                         f"steps' ({100 * sharing.loss_share:.1f} %: the batch's growth is in it too), on either side "
+                         f"% of decoders' time: chunk steps under 3 decode-only gaps are not in it) and {other} "
+                         f"({100 * high:.1f} %: the batch's growth is in it too), on either side "
                          "of the 5 % line: a scrape interval short enough to hold one chunk step (1 s) would settle it")
     if found and _headline_changes(x, found, point):
         cap = True

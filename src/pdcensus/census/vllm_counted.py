@@ -35,6 +35,9 @@ class VllmCounted:
     steps: CountedSteps
     chunk: np.ndarray
     across: np.ndarray | None
+    # too few decode-only intervals timed a step: no ledger, but the steps' spans and the prefill mask still
+    # place the decoders' long inter-token gaps (pdcensus.series.vllm_gaps.gap_dose)
+    timed: bool = True
 
 
 def vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np.ndarray,
@@ -50,7 +53,9 @@ def vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np.
     its prompts (completed or reconstructed: their mean over the first tokens counted; or the one
     still pending) cost more than one decode-only step each at the rates fitted on every busy span
     (``pdcensus.series.vllm_steps.prefill_cost``).
-    The ledger's four counters go into ``increases`` (``pdcensus.series.vllm_steps.counted_ledger``).
+    The ledger's four counters go into ``increases`` (``pdcensus.series.vllm_steps.counted_ledger``);
+    where even then fewer than ``MIN_REFERENCE_INTERVALS`` are free of prefill, none do, and the result
+    is marked untimed (its steps and prefill mask are for the inter-token histogram alone).
     ``itl_scraped``: the inter-token histogram is there; ``firsts``: prompts given their first token per
     interval (the TTFT histogram's count; None without it).
     """
@@ -90,7 +95,8 @@ def vllm_counted(profile: Profile, endpoint: Endpoint, rows: np.ndarray, dt: np.
             chunk = material | in_flight_before(steps, dt, material)
             ledger = counted_ledger(steps, dt, chunk)
     if _decode_only_intervals(ledger) < MIN_REFERENCE_INTERVALS:
-        return None  # prefill in (nearly) every busy interval: too few decode-only steps to time
+        # prefill in (nearly) every busy interval: too few decode-only steps to time, so no ledger
+        return VllmCounted(steps, chunk, across, timed=False)
     increases[Signal.STEPS] = ledger["steps"]
     increases[Signal.STEPS_DECODE] = ledger["decode_steps"]
     increases[Signal.STEP_SECONDS] = ledger["step_seconds"]

@@ -202,7 +202,8 @@ def clean_pace(cs: CountedSteps, clean: np.ndarray, ok: np.ndarray) -> float:
 
 def prompt_window_depth(cs: CountedSteps, chunk: np.ndarray, left_out: np.ndarray, clean: np.ndarray,
                         interval_seconds: np.ndarray, ttft_bounds: np.ndarray, ttft_increases: np.ndarray,
-                        chunk_depth: float, long_steps: float = 3.0) -> PromptWindows | None:
+                        chunk_depth: float, long_steps: float = 3.0,
+                        clean_gap: float | None = None) -> PromptWindows | None:
     """Decoders' pace while the prompts waited for their first token, over the clean pace ``p``.
 
     A prompt's wait ends with the step that gives its first token, and it begins inside the step
@@ -219,12 +220,13 @@ def prompt_window_depth(cs: CountedSteps, chunk: np.ndarray, left_out: np.ndarra
     deep as the clients' there. None without the TTFT sum and histogram, ten clean tokens or
     ``MIN_PROMPT_WINDOWS`` waits, and where the mean wait is under ``MIN_CHUNK_STEPS_PER_WAIT`` chunk
     steps (the long gaps are then no prompt's chunk steps: a host's hiccups beside short prompts).
+    ``clean_gap``: the clean pace where no ``clean`` interval times it (the intervals' median gaps).
     """
     if cs.ttft_seconds is None or not np.isfinite(chunk_depth) or chunk_depth <= 0:
         return None
     inc, dt = np.asarray(ttft_increases, dtype=np.float64), np.asarray(interval_seconds, dtype=np.float64)
     ok = cs.busy & np.isfinite(dt) & np.isfinite(cs.ttft_seconds) & np.isfinite(inc).all(axis=1)
-    pace = clean_pace(cs, clean, cs.busy)
+    pace = clean_pace(cs, clean, cs.busy) if clean_gap is None else clean_gap
     marked = span_mask(cs, chunk) & ok & ~np.asarray(left_out, dtype=bool)
     if not np.isfinite(pace):
         return None
