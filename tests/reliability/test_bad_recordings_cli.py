@@ -20,7 +20,6 @@ import os
 import re
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -32,7 +31,9 @@ import pytest
 from .recordings import T0, replace_values, sample_lines, sharing_recording, write_recording
 
 MECHANISMS = {"step-time-sharing", "eviction", "preemption-stall", "none", "mixed", "inconclusive"}
-TIMEOUT_SECONDS = 60.0
+# a hang guard, not a speed claim: a run still going after this long is stopped and fails as hung
+HANG_SECONDS = 240.0
+HUNG = -1  # the return code an Outcome of a stopped run carries
 MEGABYTE_LABEL = "x" * (2 << 20)
 
 
@@ -148,7 +149,6 @@ class Outcome:
     returncode: int
     stdout: str
     stderr: str
-    seconds: float
 
 
 def _run(case: Case, path: Path) -> Outcome:
@@ -157,13 +157,12 @@ def _run(case: Case, path: Path) -> Outcome:
     else:
         args = ["query", str(path), "up", "--time", f"{T0 + 600:.0f}"]
     env = {**os.environ, "COLUMNS": "200", "NO_COLOR": "1"}
-    began = time.monotonic()
     try:
         done = subprocess.run([sys.executable, "-m", "pdcensus", *args], capture_output=True, text=True,
-                              timeout=TIMEOUT_SECONDS, env=env)
+                              timeout=HANG_SECONDS, env=env)
     except subprocess.TimeoutExpired:
-        return Outcome(path, -1, "", f"timed out after {TIMEOUT_SECONDS:g}s", TIMEOUT_SECONDS)
-    return Outcome(path, done.returncode, done.stdout, done.stderr, time.monotonic() - began)
+        return Outcome(path, HUNG, "", f"still running after {HANG_SECONDS:g}s: hung")
+    return Outcome(path, done.returncode, done.stdout, done.stderr)
 
 
 @pytest.fixture(scope="module")
@@ -179,7 +178,7 @@ def outcomes(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Outcome]:
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id) for c in CASES])
 def test_a_bad_recording_is_one_error_line_or_an_honest_census(case: Case, outcomes: dict[str, Outcome]) -> None:
     out = outcomes[case.id]
-    assert out.seconds < TIMEOUT_SECONDS, out.stderr
+    assert out.returncode != HUNG, out.stderr
     assert "Traceback" not in out.stderr + out.stdout
     if case.fails:
         assert out.returncode == 3, (out.returncode, out.stderr[:500])
