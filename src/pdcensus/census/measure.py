@@ -187,10 +187,10 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         or (m.tail_ran and np.isfinite(m.tail_effect[0]) and interval(m.tail_effect)[1] < TAIL_EFFECT_MARGIN))
     steps_spans, gaps, over_waits = None, None, False
     felt, felt_tokens, felt_basis, felt_chunk = float("nan"), (0, 0), ITL_ALL, float("nan")
+    preempted = s.increase(Signal.PREEMPTIONS)
+    stalled = np.zeros(s.n, dtype=bool) if preempted is None else np.nan_to_num(preempted) > 0
     if s.counted_steps is not None and s.chunk_intervals is not None and excess is not None:
         steps_spans = span_mask(s.counted_steps, s.chunk_intervals)
-        preempted = s.increase(Signal.PREEMPTIONS)
-        stalled = np.zeros(s.n, dtype=bool) if preempted is None else np.nan_to_num(preempted) > 0
         felt, _, c_in, c_out = itl_depth(s.counted_steps, s.chunk_intervals, stalled)
         felt_tokens = (c_in, c_out)
         across = _across_scrapes(s.counted_steps, s.chunk_intervals, s.prefill_across)
@@ -219,7 +219,7 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
             clean = ~steps_spans & busy_steps
             gaps = gap_contrast(weights, s.counted_steps.itl_seconds, itl.upper_bounds, itl.increases,
                                 steps_spans & busy_steps, clean, wdec, clean_pace(s.counted_steps, clean, busy_steps))
-    elif s.untimed_steps is not None and itl is not None:
+    elif s.untimed_steps is not None and itl is not None and not stalled.any():  # (as above: not beside preemptions)
         gaps, felt, felt_chunk, over_waits = _gaps_by_dose(s, s.untimed_steps, itl, weights, wdec, tokens, dt)
         if gaps is not None:
             felt_basis = ITL_DOSE
@@ -256,10 +256,10 @@ def _gaps_by_dose(s: ShapeSignals, untimed: VllmCounted, itl: Histogram, weights
     """Where too few intervals are free of prefill to time a decode-only step: the long gaps fitted on the prompt
     tokens per second (:func:`pdcensus.series.vllm_gaps.gap_dose`), with ``(gaps, depth, one chunk step's depth,
     read over the prompts' waits)``; the depth over the waits where the TTFT histogram gives them, else one chunk
-    step's own (the interval's median gap over the long gaps' mean). Not where preemptions are counted."""
+    step's own (the interval's median gap over the long gaps' mean)."""
     nan = (None, float("nan"), float("nan"), False)
-    cs, preempted = untimed.steps, s.increase(Signal.PREEMPTIONS)
-    if cs.itl_seconds is None or (preempted is not None and (np.nan_to_num(preempted) > 0).any()):
+    cs = untimed.steps
+    if cs.itl_seconds is None:
         return nan
     with np.errstate(invalid="ignore", divide="ignore"):
         dose = np.where(dt > 0, np.nan_to_num(tokens) / np.where(dt > 0, dt, 1.0), np.nan)
@@ -314,18 +314,17 @@ def _holds_most_long_gaps(cs: CountedSteps, part: np.ndarray, whole: np.ndarray,
     only where most of those are theirs (a live run of 120-token prompts, 0.7 s chunk steps in 1 s scrapes: 3
     prompts' waits ran across a scrape, against 41 decoder tokens, while the rest ended inside one). True where
     it cannot be told (no histogram, no clean pace, no long gap)."""
-    if itl is None:
+    pace = clean_pace(cs, clean, cs.busy) if itl is not None else float("nan")
+    if itl is None or not np.isfinite(pace):
         return True
-    pace = clean_pace(cs, clean, cs.busy)
     rows = np.isfinite(itl.increases).all(axis=1)
-    whole_counts = itl.increases[whole & rows].sum(axis=0)
-    if not np.isfinite(pace) or not (whole & rows).any():
-        return True
     bounds = np.asarray(itl.upper_bounds, dtype=np.float64)
-    in_whole = observations_above(bounds, whole_counts, LONG_STEPS * pace)
-    in_part = observations_above(bounds, itl.increases[part & rows].sum(axis=0), LONG_STEPS * pace) \
-        if (part & rows).any() else 0.0
-    return in_whole <= 0 or in_part >= 0.5 * in_whole
+
+    def long_gaps(mask: np.ndarray) -> float:
+        return observations_above(bounds, itl.increases[mask & rows].sum(axis=0), LONG_STEPS * pace)
+
+    in_whole = long_gaps(whole)
+    return in_whole <= 0 or long_gaps(part) >= 0.5 * in_whole
 
 
 def _across_scrapes(cs: CountedSteps, chunk: np.ndarray, admitted: np.ndarray | None) -> np.ndarray:

@@ -234,11 +234,11 @@ def extract_signals(endpoint: Endpoint, rows: np.ndarray, profile: Profile,
     counted = vllm_counted(profile, endpoint, rows, dt, increases, gauges, prefill, Signal.ITL in histograms,
                            ttft.increases[:, -1] if ttft is not None else None, spans)
     timed = counted if counted is not None and counted.timed else None
+    untimed = counted if counted is not None and not counted.timed else None
     return ShapeSignals(times, dt, scrape_interval_seconds, profile, names, gauges, increases, histograms,
                         decode, prefill, from_counters, tuple(left_out), basis, progress, finished,
                         timed.steps if timed else None, timed.chunk if timed else None,
-                        timed.across if timed else None, counted if counted is not None and not counted.timed
-                        else None, spans)
+                        timed.across if timed else None, untimed, spans)
 
 
 def _counter_basis(profile: Profile, prompt_term: bool) -> PrefillBasis:

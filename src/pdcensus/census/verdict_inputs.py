@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pdcensus.census.bootstrap import interval
+from pdcensus.census.detect import gap_signature
 from pdcensus.census.guards import VerdictLimits
 from pdcensus.census.preemption import StallBasis
 from pdcensus.series.vllm_gaps import GapContrast
@@ -120,11 +120,9 @@ class VerdictInputs:
 
     def gaps_by_dose_found(self) -> bool:
         """The long inter-token gaps, fitted by dose (no span free of prefill was timed), grow with the prompt
-        tokens beyond noise: the difference's 90 % interval is above 0."""
-        if self.gaps is None or not self.gaps.by_dose or not np.isfinite(self.gaps.difference[0]):
-            return False
-        lo, _ = interval(self.gaps.difference)
-        return bool(np.isfinite(lo) and lo > 0)
+        tokens beyond noise: their signature is found (:func:`pdcensus.census.detect.gap_signature`)."""
+        test = gap_signature(self.gaps) if self.gaps is not None and self.gaps.by_dose else None
+        return test is not None and test.found
 
     def eviction_loss(self) -> np.ndarray:
         """Decoders' time lost to eviction per replicate: the largest of the lagged-tail deficit, the
