@@ -321,3 +321,25 @@ def test_dosed_long_gaps_and_a_rate_contrast_either_side_of_5_percent_are_capped
     # with under 10 idle scrapes the contrast is no reading (a live run with no busy bucket read it as 0.0 %)
     v = decide(_no_ledger(idle_samples=7, collapse=reps(0.04, 0.002), gaps=_dosed(0.1, 0.07)))
     assert not any("on either side of the 5 % line" in s for s in v.settle)
+
+
+def test_a_none_from_the_counted_steps_that_the_rate_contrast_contradicts_is_not_confident():
+    # decode rows that sit out chunk steps are no counted step: the steps' ratio reads 0.97 while per-stream
+    # decode falls to 0.72 of idle in the busy bucket (an alien-engine run read 'none' at 0.9)
+    v = decide(base(ledger_depth=reps(0.97), lag0_effect=reps(0.72, 0.02), sharing=reps(0.03, 0.005)))
+    assert v.mechanism is Mechanism.NONE and v.confidence <= UNCONFIRMED_CAP
+    assert any("a collapse the counted steps do not show" in n for n in v.settle)
+    # the same steps beside a contrast that does not collapse: the 'none' stands
+    assert decide(base(ledger_depth=reps(0.97), sharing=reps(0.03, 0.005))).confidence >= 0.7
+
+
+def test_a_none_from_the_counted_steps_alone_is_not_confident():
+    # 3 busy scrapes, so no rate contrast, and no inter-token histogram: only the steps' ratio rules sharing out
+    alone = base(ledger_depth=reps(0.95), busy_samples=3, lag0_effect=reps(0.73, 0.08), sharing=reps(0.026, 0.005))
+    v = decide(alone)
+    assert v.mechanism is Mechanism.NONE and v.confidence <= UNCONFIRMED_CAP
+    assert any("rests on the counted steps alone" in n for n in v.settle)
+    # with the histogram's long gaps tested (and not found) the steps are not alone
+    clear = decide(replace(alone, gaps=_gaps(0.01, 0.01, 0.0, spread=0.004)))
+    assert clear.mechanism is Mechanism.NONE
+    assert not any("rests on the counted steps alone" in n for n in clear.settle)

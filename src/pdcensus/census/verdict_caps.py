@@ -94,6 +94,34 @@ def preconditions(x: VerdictInputs) -> tuple[list[Evidence], list[str], bool]:
     return ev, settle, bool(settle) and hard == 0
 
 
+def _ledger_none_contradicted(x: VerdictInputs) -> str | None:
+    """Why a 'none' that rests on a counted ledger cannot be sure, or None.
+
+    A counted ledger turns the rate contrast into corroboration (``verdict.signature_tests``), and its steps'
+    ratio rules sharing out only where decode rows ride in the chunk steps: a chunk step that carries none emits
+    no output, is no counted step, and one as long as a decode-only step hides in the ratio. So the 'none' needs
+    the contrast (both buckets enough scrapes, no collapse beyond noise) or the inter-token histogram. Alien-engine
+    runs whose decode rows sat out chunk steps read 'none' at 0.9 without this: the steps' ratio 0.97 against a
+    contrast of 0.72, and 0.95 with 3 busy scrapes and no histogram (truth: sharing, minor).
+    """
+    if not (x.has_ledger and x.ledger_depth is not None and x.ledger_chunk_steps > 0) or x.contrast_note:
+        return None
+    if min(x.idle_samples, x.busy_samples) < MIN_GROUP_SAMPLES or not np.isfinite(x.lag0_effect[0]):
+        if x.gaps is not None:
+            return None
+        return ("'none' rests on the counted steps alone (too few idle or busy scrapes for the rate contrast, no "
+                "inter-token histogram): decode rows that sit out chunk steps are no counted step, so a chunk step "
+                "as long as a decode-only step hides in the steps' ratio; the inter-token histogram "
+                "(vllm:inter_token_latency_seconds) or a window with idle and busy spells would settle it")
+    lo, hi = interval(x.lag0_effect)
+    if not (np.isfinite(hi) and hi < COLLAPSE_RATIO):
+        return None
+    return (f"per-stream decode while prefill runs falls to {x.lag0_effect[0]:.2f} of idle (90% interval "
+            f"{lo:.2f}-{hi:.2f}), a collapse the counted steps do not show: decode rows that sit out chunk steps are "
+            "no counted step, so a chunk step as long as a decode-only step hides in the steps' ratio; the "
+            "inter-token histogram (vllm:inter_token_latency_seconds) would time what they waited")
+
+
 def gaps_see_prefill(x: VerdictInputs) -> bool:
     """vLLM's long inter-token gaps, fitted by dose where no span free of prefill timed a decode-only step, find
     the chunk steps beside decoders: as a ledger's count, they need no idle bucket to contrast against, and they
@@ -229,6 +257,10 @@ def apply_caps(x: VerdictInputs, point: Mechanism, found: list[Found], confidenc
                          f"% of decoders' time: chunk steps under 3 decode-only gaps are not in it) and {other} "
                          f"({100 * high:.1f} %: the batch's growth is in it too), on either side "
                          "of the 5 % line: a scrape interval short enough to hold one chunk step (1 s) would settle it")
+    contradicted = _ledger_none_contradicted(x) if point is Mechanism.NONE else None
+    if contradicted:
+        cap = True
+        notes.append(contradicted)
     if found and _headline_changes(x, found, point):
         cap = True
         notes.append(f"moving one loss share by {100 * MODEL_TOLERANCE:.0f} % of itself changes which mechanism "
