@@ -343,3 +343,22 @@ def test_a_none_from_the_counted_steps_alone_is_not_confident():
     clear = decide(replace(alone, gaps=_gaps(0.01, 0.01, 0.0, spread=0.004)))
     assert clear.mechanism is Mechanism.NONE
     assert not any("rests on the counted steps alone" in n for n in clear.settle)
+
+
+def _ramping():
+    from pdcensus.census.guards import LIMITED_CONFIDENCE, GuardReason, VerdictLimits
+
+    return VerdictLimits(True, True, LIMITED_CONFIDENCE, (GuardReason.STILL_RAMPING,)), LIMITED_CONFIDENCE
+
+
+def test_a_ramp_does_not_limit_a_collapse_each_chunk_span_shows_against_its_neighbours():
+    limits, limited = _ramping()
+    collapse = dict(ledger_depth=reps(0.35), sharing=reps(0.5, 0.01), lag0_effect=reps(0.3), limits=limits)
+    v = decide(base(**collapse, ledger_depth_local=reps(0.4)))
+    assert v.mechanism is Mechanism.STEP_TIME_SHARING and v.confidence >= 0.7
+    assert not any("still growing" in n for n in v.settle)
+    # where the chunk spans are no collapse against their neighbours, the ramp may be the cause: limited
+    v = decide(base(**collapse, ledger_depth_local=reps(0.9)))
+    assert v.confidence <= limited and any("still growing" in n for n in v.settle)
+    # and a ramp still limits what the counted steps' local reading does not speak to (a 'none')
+    assert decide(base(limits=limits, ledger_depth_local=reps(0.95))).confidence <= limited

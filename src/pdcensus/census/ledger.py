@@ -70,6 +70,8 @@ class LedgerExcess:
     chunk_steps_counted: bool = True  # False: a partial ledger (chunk_steps marks intervals, not counts)
     # per row, the longest decode-only step batch growth alone could explain (batch_step_bound)
     batch_step_bound: np.ndarray | None = None
+    # per row, the decode-only step its steps are charged at (its own, or its neighbours': local_decode_step)
+    charged_step_seconds: np.ndarray | None = None
 
 
 def _ratio(num: np.ndarray, den: np.ndarray, sel: np.ndarray) -> float:
@@ -263,4 +265,4 @@ def step_ledger(
                                 np.where(valid, np.nan_to_num(secs_d), 0.0), np.where(valid, np.nan_to_num(steps_d), 0.0),
                                 d0, np.where(valid, np.nan_to_num(cn), 0.0),
                                 chunk_seconds=np.where(valid, np.nan_to_num(cs), 0.0), chunk_steps_counted=counted,
-                                batch_step_bound=bound)
+                                batch_step_bound=bound, charged_step_seconds=dref)

@@ -140,7 +140,7 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
     if not np.isfinite(m.tail_effect[0]):
         tail_loss = np.full(weights.shape[0], np.nan)
     running, dt = m.running, m.interval_seconds
-    sharing = residency = during = after = after_bounded = ledger_depth = None
+    sharing = residency = during = after = after_bounded = ledger_depth = ledger_depth_local = None
     chunk_steps_beside = 0.0
     if excess is not None:
         r = np.nan_to_num(running) if running is not None else np.zeros(s.n)
@@ -153,6 +153,11 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         if excess.chunk_seconds is not None and excess.chunk_steps_counted and np.isfinite(excess.reference_step_seconds).any():
             ledger_depth = weighted_ratio(weights, np.where(with_decoders, undisturbed_step * excess.chunk_steps, 0.0),
                                           np.where(with_decoders & (undisturbed_step > 0), excess.chunk_seconds, 0.0))
+            if excess.charged_step_seconds is not None:
+                charged = np.nan_to_num(excess.charged_step_seconds)
+                ledger_depth_local = weighted_ratio(
+                    weights, np.where(with_decoders, charged * excess.chunk_steps, 0.0),
+                    np.where(with_decoders & (charged > 0), excess.chunk_seconds, 0.0))
         if np.isfinite(excess.reference_step_seconds).any():
             undisturbed_seconds = undisturbed_step * excess.decode_steps
             during = weighted_ratio(weights, excess.decode_seconds * hist.heavy, undisturbed_seconds * hist.heavy)
@@ -235,7 +240,7 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         inflation_after_batch_bounded=after_bounded,
         baseline_prefill_free_share=float((s.prefill_tokens_per_second[idle] <= IDLE_FLOOR_TOKENS_PER_SECOND).mean())
         if idle.any() and s.prefill_tokens_per_second is not None else 1.0,
-        ledger_depth=ledger_depth, dose_stall=m.dose.stall_seconds_per_token, dose_depth=m.dose.depth_at_top,
+        ledger_depth=ledger_depth, ledger_depth_local=ledger_depth_local, dose_stall=m.dose.stall_seconds_per_token, dose_depth=m.dose.depth_at_top,
         depth_from_steps=steps_spans is not None and ledger_depth is not None, itl_depth=felt, itl_tokens=felt_tokens,
         itl_basis=felt_basis, itl_chunk_depth=felt_chunk, itl_depth_over_waits=over_waits, gaps=gaps,
         reprefill_share=s.prefill_progress.reprefill_share if s.prefill_progress is not None else 0.0,

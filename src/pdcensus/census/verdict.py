@@ -39,6 +39,7 @@ from pdcensus.census.detect import (
     preemption_signature,
     strongest,
 )
+from pdcensus.census.guards import GuardReason
 from pdcensus.census.headline import headline_mechanism, headline_text, severity
 from pdcensus.census.model import Evidence, Found, Mechanism, Severity, Signature, Verdict
 from pdcensus.census.verdict_caps import (
@@ -234,6 +235,27 @@ def _net_of_reprefill(x: VerdictInputs, found: list[Found], ev: list[Evidence]) 
     return net
 
 
+def _limiting(x: VerdictInputs, point: Mechanism, found: list[Found]) -> tuple[GuardReason, ...]:
+    """The guards' reasons that limit this verdict.
+
+    A window still ramping (batch or KV usage growing for over a third of it) does not limit sharing found by the
+    counted steps where each chunk span, against its neighbours' decode-only step, is a collapse too: the growing
+    contexts lengthen both sides of that ratio, so the ramp is not in it (live vLLM: three decoders of 1,500 tokens
+    fill 2 % of the cache through a 150 s window, and a collapse to 0.35 capped at 0.69).
+    """
+    if x.limits is None:
+        return ()
+    reasons = x.limits.reasons
+    sharing = next((f for f in found if f.mechanism is Mechanism.STEP_TIME_SHARING), None)
+    if (GuardReason.STILL_RAMPING in reasons and point is Mechanism.STEP_TIME_SHARING and sharing is not None
+            and sharing.signature is Signature.CHUNK_STEP_COLLAPSE and x.ledger_depth_local is not None
+            and np.isfinite(x.ledger_depth_local[0])):
+        _, hi = interval(x.ledger_depth_local)
+        if np.isfinite(hi) and hi < COLLAPSE_RATIO:
+            reasons = tuple(r for r in reasons if r is not GuardReason.STILL_RAMPING)
+    return reasons
+
+
 def decide(x: VerdictInputs) -> Verdict:
     """The verdict: found mechanisms with their cost, the headline, confidence, what would settle it."""
     ev, settle, contrast_only = preconditions(x)
@@ -313,9 +335,10 @@ def decide(x: VerdictInputs) -> Verdict:
     # loss shares' model error (a decoder's part of a chunk step it does not ride in) can be a factor 2
     if capped or near_floor or (point is Mechanism.NONE and below_floor):
         confidence = min(confidence, UNCONFIRMED_CAP)
-    if x.limits is not None and x.limits.reasons:
+    reasons = _limiting(x, point, found)
+    if x.limits is not None and reasons:
         confidence = min(confidence, x.limits.max_confidence)
-        settle += [f"{r.value}: no claim here reaches 0.7" for r in x.limits.reasons]
+        settle += [f"{r.value}: no claim here reaches 0.7" for r in reasons]
     ordered = tuple(sorted(found, key=lambda f: -(f.loss_share if np.isfinite(f.loss_share) else 1.0)))
     mechs = tuple(sorted((f.mechanism for f in found), key=lambda m: m.value))
     v = Verdict(point, mechs, round(confidence, 3), tuple(ev), tuple(settle) if confidence < 0.7 else (),

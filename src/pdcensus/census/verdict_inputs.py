@@ -50,6 +50,9 @@ class VerdictInputs:
     baseline_prefill_free_share: float = 1.0
     # per-replicate readings that find sharing apart from the lag-0 contrast
     ledger_depth: np.ndarray | None = None  # mean decode-only step / mean chunk step beside decoders
+    # the same, each chunk span against its neighbours' decode-only step (ledger.local_decode_step): a ramp's
+    # growing steps are in both sides of it
+    ledger_depth_local: np.ndarray | None = None
     # vLLM's counted step ledger (pdcensus.series.vllm_steps): sharing's depth is the counted steps' ratio and
     # how often it acts is the share of decoders' time in step spans that carried prefill, not the rate buckets'
     depth_from_steps: bool = False
