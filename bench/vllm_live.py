@@ -75,6 +75,15 @@ SCENARIOS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "holdout-busy": (BASE_ARGS + ("--max-num-seqs", "8"),
                      {"decoders": 3, "decoder_prompt_tokens": 64, "max_tokens": 1500, "prompt_tokens": 120,
                       "prompt_max_tokens": 2, "prompt_gap_seconds": 0.4, "phases": ((8.0, 142.0),), "seed": 15}),
+    # held out from the neighbours' decode-only step and the ramp rule (recorded after both were written): a small
+    # step budget splits each prompt into several chunk steps beside long decoders whose contexts grow all run
+    "holdout-chunked": (BASE_ARGS + ("--max-num-batched-tokens", "256"),
+                        {"decoders": 4, "decoder_prompt_tokens": 48, "max_tokens": 2000, "prompt_tokens": 700,
+                         "prompt_max_tokens": 3, "prompt_gap_seconds": 3.0, "seed": 16}),
+    # ... and a long-prefill threshold that caps each step's share of a long prompt, beside two decoders
+    "holdout-threshold": (BASE_ARGS + ("--long-prefill-token-threshold", "128", "--max-num-seqs", "6"),
+                          {"decoders": 2, "decoder_prompt_tokens": 96, "max_tokens": 1000, "prompt_tokens": 1000,
+                           "prompt_max_tokens": 8, "prompt_gap_seconds": 2.0, "seed": 17}),
     "holdout-preemption": (("--num-gpu-blocks-override", "20", "--max-model-len", "2048",
                             "--max-num-batched-tokens", "1024"),
                            {"decoders": 8, "decoder_prompt_tokens": 400, "max_tokens": 700, "phases": (), "seed": 12}),

@@ -78,3 +78,19 @@ def test_the_next_value_from_the_default_is_never_the_default_itself() -> None:
     rec = Recommendation("step-time-sharing", "--max-num-batched-tokens", "4096", "", "", "s")
     out = with_deploy(rec, "vllm", _flags(TP1_BS16))
     assert out.env_line == "--max-num-batched-tokens 4096" and out.dial_state != "spent"
+
+
+@pytest.mark.parametrize("argv", [
+    "vllm serve /models/llama --max-num-batched-tokens 1024",
+    "/opt/venv/bin/python3 -m vllm.entrypoints.openai.api_server --model /models/llama --port 8000",
+])
+def test_the_verify_steps_pid_lookup_finds_both_ways_vllm_is_started(argv: str) -> None:
+    import re
+
+    from pdcensus.engines.vllm import KNOBS
+
+    lookups = {k.pid_lookup for k in KNOBS}
+    assert len(lookups) == 1
+    (pattern,) = re.findall(r"pgrep -f '([^']+)'", lookups.pop())
+    assert re.search(pattern, argv)  # pgrep -f matches an extended regex against the whole command line
+    assert not re.search(pattern, "python -m sglang.launch_server --model /models/llama")

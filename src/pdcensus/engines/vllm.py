@@ -51,7 +51,7 @@ def _knob(flag: str, argument: str, default: str | None, role: str, dial: Dial, 
                 cost=cost, preconditions=preconditions, interactions=interactions, counter=counter,
                 counter_check=check, bucket_pair=_BUCKET_PAIR, engine="vllm", env="", dial=dial,
                 versions=versions, source=f"{SRC} {source}", rollback=_RESTART,
-                pid_lookup="$(pgrep -f 'vllm serve' | head -1)")
+                pid_lookup="$(pgrep -f 'vllm serve|vllm.entrypoints.openai.api_server' | head -1)")
 
 
 KNOBS = (
