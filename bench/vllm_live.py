@@ -84,6 +84,12 @@ SCENARIOS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "holdout-threshold": (BASE_ARGS + ("--long-prefill-token-threshold", "128", "--max-num-seqs", "6"),
                           {"decoders": 2, "decoder_prompt_tokens": 96, "max_tokens": 1000, "prompt_tokens": 1000,
                            "prompt_max_tokens": 8, "prompt_gap_seconds": 2.0, "seed": 17}),
+    # ... and prompts through the whole run at 1 s scrapes (2 s quiet at each end), so that fewer than 10 spans are
+    # free of prefill and the long gaps are read by dose on a live recording, not a thinned one
+    "holdout-saturated": (BASE_ARGS + ("--max-num-seqs", "8"),
+                          {"decoders": 3, "decoder_prompt_tokens": 80, "max_tokens": 1500, "prompt_tokens": 200,
+                           "prompt_max_tokens": 2, "prompt_gap_seconds": 0.2, "phases": ((2.0, 148.0),),
+                           "seed": 18}),
     "holdout-preemption": (("--num-gpu-blocks-override", "20", "--max-model-len", "2048",
                             "--max-num-batched-tokens", "1024"),
                            {"decoders": 8, "decoder_prompt_tokens": 400, "max_tokens": 700, "phases": (), "seed": 12}),

@@ -72,6 +72,27 @@ def test_a_real_vllm_run_gets_the_next_budget_from_the_default_with_its_deploy_a
     assert rec.predicted.step_tokens_now == 8192.0
 
 
+@pytest.mark.skipif(not REAL.exists(), reason="shared/realdata/vllm-inferencex not present")
+@pytest.mark.parametrize(("threshold", "value"), [("2048", "1024"), ("256", "")])
+def test_a_deployed_long_prefill_threshold_under_the_budget_is_the_dial(tmp_path: Path, threshold: str,
+                                                                       value: str) -> None:
+    """vLLM caps a long prompt's chunk at the threshold beside decoders: halving the budget above it moves nothing."""
+    evidence = tmp_path / "evidence"
+    evidence.mkdir()
+    argv = (REAL / "deepseek-r1-vllm0.19" / "tp4_bs8_offloadoff_s_8.vllm_command.txt").read_text().strip()
+    (evidence / "cmdline").write_text(f"{argv} --long-prefill-token-threshold {threshold}\n")
+    report = api.census(REAL / "deepseek-r1-vllm0.19" / "tp4_bs8_offloadoff_s_8.om.gz", evidence=evidence)
+    assert not [r for r in report.advice if r.knob == "--max-num-batched-tokens"]
+    (rec,) = [r for r in report.advice if r.knob == "--long-prefill-token-threshold"]
+    assert rec.value == value and f"the deployed --long-prefill-token-threshold {threshold} caps" in rec.summary
+    assert "scheduler.py l. 640-649 and 708-709" in rec.summary
+    if value:
+        assert rec.env_line == f"--long-prefill-token-threshold {value}"
+        assert f"at most {value} tokens instead of {threshold}" in rec.summary
+    else:  # at 512 tokens or fewer the dial is spent: the structural fix instead
+        assert rec.dial_state == "spent" and "disaggregation" in rec.summary
+
+
 def test_the_next_value_from_the_default_is_never_the_default_itself() -> None:
     from pdcensus.advice.model import Recommendation
 

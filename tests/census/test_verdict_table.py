@@ -362,3 +362,30 @@ def test_a_ramp_does_not_limit_a_collapse_each_chunk_span_shows_against_its_neig
     assert v.confidence <= limited and any("still growing" in n for n in v.settle)
     # and a ramp still limits what the counted steps' local reading does not speak to (a 'none')
     assert decide(base(limits=limits, ledger_depth_local=reps(0.95))).confidence <= limited
+
+
+def test_a_rate_contrast_outside_its_domain_brackets_nothing_and_is_not_printed():
+    # decode faster in the busy bucket: the contrast's "loss" is -117 %, no share at all
+    v = decide(_no_ledger(idle_samples=12, collapse=reps(-1.17, 0.02), gaps=_dosed(0.9, 0.8)))
+    assert v.mechanism is Mechanism.STEP_TIME_SHARING
+    assert not any("-117" in s or "the rate contrast's" in s for s in v.settle)
+
+
+def test_long_gaps_are_limited_neither_by_a_ramp_nor_by_the_prompt_counters_lumps():
+    from pdcensus.census.guards import LIMITED_CONFIDENCE, GuardReason, VerdictLimits
+
+    both = VerdictLimits(True, True, LIMITED_CONFIDENCE, (GuardReason.STILL_RAMPING, GuardReason.CONTRAST_ABOVE_ONE))
+    x = _no_ledger(gaps=_dosed(0.9, 0.8), limits=both, kv_second_tier=False)
+    v = decide(x)
+    assert v.mechanism is Mechanism.STEP_TIME_SHARING and v.found[0].signature is Signature.LONG_GAPS
+    assert v.confidence >= 0.7 and not any("no claim here reaches 0.7" in s for s in v.settle)
+    # another guard still limits it
+    other = replace(both, reasons=both.reasons + (GuardReason.TOO_FEW_OTHER,))
+    assert decide(replace(x, limits=other)).confidence <= LIMITED_CONFIDENCE
+
+
+def test_no_tail_test_costs_nothing_where_the_cache_config_rules_eviction_out():
+    x = _no_ledger(gaps=_dosed(0.9, 0.8), tail_effect=NAN)  # no tail test and no decode-only steps to inflate
+    unknown, ruled_out = decide(x), decide(replace(x, kv_second_tier=False))
+    assert ruled_out.confidence > unknown.confidence
+    assert ruled_out.confidence == pytest.approx(unknown.confidence / 0.85, abs=0.002)

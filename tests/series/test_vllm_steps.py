@@ -116,6 +116,28 @@ def test_a_scrape_that_cuts_a_chunk_step_holds_its_beginning() -> None:
     assert not in_flight_before(cs, np.r_[NAN, np.ones(n - 1)], chunk).any()
 
 
+def test_with_a_prompt_in_nearly_every_scrape_each_interval_is_paced_by_its_own_inter_token_gaps() -> None:
+    # 1.3 s chunk steps back to back beside 3 decoders at 48 ms: every other interval ends 2 decode-only steps (6
+    # gaps, 0.29 s) and waits the rest of its second on a chunk step the next interval ends with its prompt counted.
+    # No interval is clean, so no pace from them; each cut interval's own gaps are its pace
+    n = 20
+    steps = np.where(np.arange(n) % 2 == 1, 2.0, 7.0)
+    steps[0] = NAN
+    busy = np.r_[False, np.ones(n - 1, bool)]
+    itl_s = np.where(steps == 2.0, 0.29, 5.0)
+    itl_c = 3.0 * np.nan_to_num(steps)
+    cs = CountedSteps(steps, busy, step_spans(steps, busy), itl_s, itl_c)
+    chunk = (np.arange(n) % 2 == 0) & busy
+    cut = in_flight_before(cs, np.r_[NAN, np.ones(n - 1)], chunk)
+    assert list(np.flatnonzero(cut)) == list(range(1, n - 1, 2))
+    # without the histogram there is no pace: nothing is marked
+    bare = CountedSteps(steps, busy, step_spans(steps, busy), None, None)
+    assert not in_flight_before(bare, np.r_[NAN, np.ones(n - 1)], chunk).any()
+    # an interval whose own gaps fill its wall is no chunk in flight
+    full = CountedSteps(steps, busy, step_spans(steps, busy), np.where(steps == 2.0, 2.7, 5.0), itl_c)
+    assert not in_flight_before(full, np.r_[NAN, np.ones(n - 1)], chunk).any()
+
+
 def _busy_rows(n: int, rng: np.random.Generator, d: float, c: float, prompts: np.ndarray,
                jitter: float = 0.0) -> tuple[CountedSteps, np.ndarray]:
     """``n`` one-second scrapes of an endpoint always busy: each scrape's steps at ``d`` plus its prompts at ``c``."""

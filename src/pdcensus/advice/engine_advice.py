@@ -108,15 +108,20 @@ def recommend_budget(report: CensusReport, mechanism: ActsOn, engine: str,
                "the deployed value is not known (give the argv: --evidence, or a cmdline)")
             + f", so no next value is computed: halve the deployed {knob.flag}",
             Prediction(), cost=knob.cost, preconditions=knob.preconditions, engine=engine)
+    capped = _threshold_cap(engine, deployed, current)
+    if capped is not None:  # the deployed threshold, not the budget, sizes a long prompt's chunk: it is the dial
+        knob, current, assumed = capped[0], capped[1], None
     if current <= MIN_BUDGET_TOKENS:
         return spent(mechanism, engine, knob, str(current), f"at {MIN_BUDGET_TOKENS} tokens or fewer a step is mostly "
-                     "fixed cost, so halving again buys decoders little and every prompt pays per step")
+                     "fixed cost, so halving again buys decoders little and every prompt pays per step"
+                     + (capped[2] if capped is not None else ""))
     new = max(MIN_BUDGET_TOKENS, current // BUDGET_CUT)
     ratio = new / current
     predicted = StepBudgetPrediction(float(current), float(new), ratio)
     ledger = report.ledger
     chunk, decode = ledger.chunk_step_seconds, ledger.decode_step_seconds
-    effect = f"a chunk beside decoders carries at most {new} tokens instead of {current}"
+    effect = f"a chunk beside decoders carries at most {new} tokens instead of {current}" + (
+        capped[2] if capped is not None else "")
     if _finite(chunk) and _finite(decode) and chunk > decode > 0:
         chunk_new = decode + (chunk - decode) * ratio
         stretch = (chunk_new / new) / (chunk / current)
@@ -126,8 +131,8 @@ def recommend_budget(report: CensusReport, mechanism: ActsOn, engine: str,
         effect += (f": the chunk step {chunk:.3f} s -> {chunk_new:.3f} s, a decoder beside it "
                    f"{1 / chunk:.1f} -> {1 / chunk_new:.1f} tok/s; a prompt's TTFT x{stretch:.2f}")
     else:
-        effect += (f": a decoder beside a long prompt waits about x{ratio:.2f} as long per token (no step ledger on "
-                   f"{catalogue.name}'s /metrics, so no seconds are predicted)")
+        effect += (f": a decoder beside a long prompt waits about x{ratio:.2f} as long per token (no step ledger "
+                   f"for this window on {catalogue.name}, so no seconds are predicted)")
     found = next((f for f in report.verdict.found if f.mechanism.value == mechanism.value), None)
     if mechanism is ActsOn.STEP_TIME_SHARING and found is not None and _finite(found.itl_p99_ratio):
         itl = 1.0 + (found.itl_p99_ratio - 1.0) * ratio
@@ -147,6 +152,25 @@ def recommend_budget(report: CensusReport, mechanism: ActsOn, engine: str,
                           cost=knob.cost, preconditions=knob.preconditions, notes=notes,
                           verification=plan(knob, str(new), knob.counter or "argv and the bucket pair decide"),
                           engine=engine)
+
+
+THRESHOLD = "--long-prefill-token-threshold"
+
+
+def _threshold_cap(engine: str, deployed: Mapping[str, str], budget: int) -> tuple[Knob, int, str] | None:
+    """vLLM's deployed long-prefill threshold where it is under the budget: the knob, its value and why it is the dial.
+
+    vLLM 0.32 schedules a request with more tokens left than the threshold at most that many per step
+    (``v1/core/sched/scheduler.py`` l. 708-709) whenever another request runs or waits (l. 640-649): beside
+    decoders a long prompt's chunk is the threshold, and halving the budget above it changes no chunk.
+    """
+    knob = engine_catalogue(engine).knob(THRESHOLD)
+    threshold = _int(deployed.get(THRESHOLD))
+    if knob is None or threshold is None or not 0 < threshold < budget:
+        return None
+    return knob, threshold, (f" (the deployed {THRESHOLD} {threshold} caps a long prompt's chunk beside decoders, "
+                             f"vLLM 0.32 v1/core/sched/scheduler.py l. 640-649 and 708-709: the budget {budget} above "
+                             "it changes no chunk)")
 
 
 def recommend_kv_headroom(report: CensusReport, engine: str, deployed: Mapping[str, str]) -> Recommendation | None:

@@ -241,19 +241,26 @@ def _limiting(x: VerdictInputs, point: Mechanism, found: list[Found]) -> tuple[G
     A window still ramping (batch or KV usage growing for over a third of it) does not limit sharing found by the
     counted steps where each chunk span, against its neighbours' decode-only step, is a collapse too: the growing
     contexts lengthen both sides of that ratio, so the ramp is not in it (live vLLM: three decoders of 1,500 tokens
-    fill 2 % of the cache through a 150 s window, and a collapse to 0.35 capped at 0.69).
+    fill 2 % of the cache through a 150 s window, and a collapse to 0.35 capped at 0.69). Nor sharing found by the
+    long inter-token gaps: each interval's line is three of its own median gaps, which grow with the contexts. And
+    per-stream decode faster while prompts are counted (the prompt counter's lumps) limits no claim that the long
+    gaps make: vLLM stamps each gap at its step's engine time, so they read no rate (as ``guards.counted_limits``
+    drops it where the counted steps decide; live vLLM with a prompt in every scrape: 0.69 without this).
     """
     if x.limits is None:
         return ()
     reasons = x.limits.reasons
     sharing = next((f for f in found if f.mechanism is Mechanism.STEP_TIME_SHARING), None)
-    if (GuardReason.STILL_RAMPING in reasons and point is Mechanism.STEP_TIME_SHARING and sharing is not None
-            and sharing.signature is Signature.CHUNK_STEP_COLLAPSE and x.ledger_depth_local is not None
-            and np.isfinite(x.ledger_depth_local[0])):
+    if point is not Mechanism.STEP_TIME_SHARING or sharing is None:
+        return reasons
+    gaps = sharing.signature is Signature.LONG_GAPS
+    ramp_free = gaps
+    if sharing.signature is Signature.CHUNK_STEP_COLLAPSE and x.ledger_depth_local is not None \
+            and np.isfinite(x.ledger_depth_local[0]):
         _, hi = interval(x.ledger_depth_local)
-        if np.isfinite(hi) and hi < COLLAPSE_RATIO:
-            reasons = tuple(r for r in reasons if r is not GuardReason.STILL_RAMPING)
-    return reasons
+        ramp_free = bool(np.isfinite(hi) and hi < COLLAPSE_RATIO)
+    dropped = ({GuardReason.STILL_RAMPING} if ramp_free else set()) | ({GuardReason.CONTRAST_ABOVE_ONE} if gaps else set())
+    return tuple(r for r in reasons if r not in dropped)
 
 
 def decide(x: VerdictInputs) -> Verdict:

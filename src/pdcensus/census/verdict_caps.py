@@ -145,7 +145,8 @@ def quality(x: VerdictInputs) -> tuple[float, list[str]]:
         factor *= COUNTER_RATES_FACTOR
     if x.samples < SHORT_WINDOW_SAMPLES:
         factor *= SHORT_WINDOW_FACTOR
-    if not np.isfinite(x.tail_effect[0]) and x.inflation_after is None:
+    # (where the engine's cache config rules eviction out, pdcensus.census.kv_tier, no tail test is missing)
+    if not np.isfinite(x.tail_effect[0]) and x.inflation_after is None and x.kv_second_tier is not False:
         factor *= NO_TAIL_TEST_FACTOR
         notes.append(x.tail_window_note or "idle periods of 15+ min would let the lag test rule eviction in or out")
     return factor, notes
@@ -248,6 +249,8 @@ def apply_caps(x: VerdictInputs, point: Mechanism, found: list[Found], confidenc
         # (by dose, the rate contrast's, where both of its buckets hold enough scrapes: else there is no bracket)
         contrast = (float(x.collapse[0]) if min(x.idle_samples, x.busy_samples) >= MIN_GROUP_SAMPLES
                     else float("nan"))
+        if not 0.0 <= contrast <= 1.0:  # a share outside [0, 1] (decode faster in the busy bucket) bounds nothing
+            contrast = float("nan")
         high, other = ((contrast, "the rate contrast's") if x.gaps.by_dose
                        else (sharing.loss_share, "the counted steps'"))
         if np.isfinite(low) and np.isfinite(high) and (low >= MATERIAL_SHARE) != (high >= MATERIAL_SHARE):

@@ -101,7 +101,11 @@ def in_flight_before(cs: CountedSteps, interval_seconds: np.ndarray, chunk: np.n
     decode-only step in flight is at most one) and a tenth of the interval (the host's jitter beside
     a short prompt's arrival stays under it), and the next interval's span carried prefill, the
     interval holds the chunk's beginning. The clean pace is the mean step of the busy intervals
-    in no prefill-carrying span and not so cut; without ten of them nothing is marked.
+    in no prefill-carrying span and not so cut. Without ten of them (a prompt in nearly every
+    scrape, each cut by one), each interval's own mean inter-token gap is its pace where the
+    inter-token histogram is scraped: the gaps that end in an interval before the span that ends
+    the chunk are its decode-only steps (live vLLM: a 1 s scrape of 2 steps, 48 ms gaps, 1 s of
+    wall, before the interval that counts the prompt). Else nothing is marked.
     """
     dt = np.asarray(interval_seconds, dtype=np.float64)
     steps = np.nan_to_num(cs.steps)
@@ -110,10 +114,16 @@ def in_flight_before(cs: CountedSteps, interval_seconds: np.ndarray, chunk: np.n
     nxt = np.zeros(n, dtype=bool)
     nxt[:-1] = marked[1:] & cs.busy[1:]
     clean = cs.busy & ~marked & ~nxt & np.isfinite(dt) & (steps > 0)
-    if int(clean.sum()) < 10:
+    pace: float | np.ndarray
+    if int(clean.sum()) >= 10:
+        pace = float(dt[clean].sum()) / float(steps[clean].sum())
+    elif cs.itl_seconds is not None and cs.itl_tokens is not None:
+        tokens = np.nan_to_num(cs.itl_tokens)
+        pace = np.where(tokens > 0, np.nan_to_num(cs.itl_seconds) / np.where(tokens > 0, tokens, 1.0), np.nan)
+    else:
         return np.zeros(n, dtype=bool)
-    pace = float(dt[clean].sum()) / float(steps[clean].sum())
-    excess = np.where(np.isfinite(dt), dt, 0.0) - steps * pace
+    # (an interval in which no gap ended has no pace to measure its excess by: never marked)
+    excess = np.where(np.isfinite(pace), np.where(np.isfinite(dt), dt, 0.0) - steps * np.nan_to_num(pace), -np.inf)
     out: np.ndarray = cs.busy & ~marked & nxt & (excess > np.maximum(IN_FLIGHT_STEPS * pace, IN_FLIGHT_SHARE * dt))
     return out
 

@@ -32,6 +32,7 @@ from pdcensus.errors import UsageError
 from pdcensus.series.model import Recording
 from pdcensus.series.profiles import Signal
 from pdcensus.verify import engaged, gate
+from pdcensus.verify.batch_law import applies, batch_allowance
 from pdcensus.verify.arm_args import DEFAULT_TOLERANCE
 from pdcensus.verify.model import ArmObservation, ArmOutcome, ArmPrediction, ArmStep, ArmVerdict, StepStatus
 
@@ -277,9 +278,11 @@ def verify_arm(before: Recording, after: Recording, flag: str, value: str | None
     if knob.flag == "--prefill-interleave" and "busy_per_stream_after" in pair.numbers:
         current = int(before_flags.get(knob.flag, "0")) if before_flags.get(knob.flag, "0").isdigit() else 0
         predicted, observed = interleave_prediction(value, w_before, dict(pair.numbers), current)
+    # a KV-capacity arm admits a bigger batch: its ITL may rise as the before window's step law says (batch_law)
+    allowance = batch_allowance((w_before.report, w_before.signals), w_after.signals) if applies(knob) else None
     comparisons = gate.compare_arm(w_before.signals, w_after.signals, pair_values.before_index,
                                    pair_values.after_index, tuple(r.bucket for r in pair_values.before.rows), predicted,
-                                   pair.numbers.get("busy_per_stream_before", math.nan), tolerance)
+                                   pair.numbers.get("busy_per_stream_before", math.nan), tolerance, allowance)
     failed = next((s for s in steps if s.status is StepStatus.FAILED), None)
     unknown = next((s for s in steps if s.status is StepStatus.UNKNOWN), None)
     if failed is not None:

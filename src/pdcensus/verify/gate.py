@@ -46,6 +46,7 @@ from pdcensus.census.signals import Histogram, ShapeSignals
 from pdcensus.series.profiles import Signal
 from pdcensus.series.quantile import quantile_rows
 from pdcensus.verify.arm_args import DEFAULT_TOLERANCE
+from pdcensus.verify.batch_law import BatchAllowance
 from pdcensus.verify.model import ArmOutcome, ArmPrediction, Comparison, CompareStatus
 
 FAMILY_ALPHA = 0.10  # the whole gate's false-alarm share on noise, split over its comparisons
@@ -200,11 +201,13 @@ def _judged(p: Pending, level: float, tolerance: float) -> Comparison:
 
 
 def latency_pending(before: Side, after: Side, labels: Sequence[str], predicted_ttft_ratio: float | None = None,
-                    ttft_basis: str = "") -> list[Pending]:
+                    ttft_basis: str = "", itl_allowance: BatchAllowance | None = None) -> list[Pending]:
     """Every bucket's TTFT and ITL quantiles, after / before, and what was predicted for them.
 
     ``predicted_ttft_ratio`` applies to the busy buckets' TTFT (the prediction is made for the
-    pooled busy bucket); every other quantity is allowed 1.0: nothing predicted it would rise.
+    pooled busy bucket); ``itl_allowance`` to every bucket's ITL (the batch a KV-capacity arm
+    admitted, :mod:`pdcensus.verify.batch_law`); every other quantity is allowed 1.0: nothing
+    predicted it would rise.
     """
     out: list[Pending] = []
     for signal, name, qs in LATENCIES:
@@ -216,10 +219,12 @@ def latency_pending(before: Side, after: Side, labels: Sequence[str], predicted_
             predicted = signal is Signal.TTFT and b > 0 and predicted_ttft_ratio is not None \
                 and math.isfinite(predicted_ttft_ratio)
             allowed = float(predicted_ttft_ratio) if predicted and predicted_ttft_ratio is not None else 1.0
+            basis = ttft_basis if predicted else "no prediction: allowed no rise"
+            if signal is Signal.ITL and itl_allowance is not None:
+                predicted, allowed, basis = True, itl_allowance.ratio, itl_allowance.basis
             for q in qs:
                 out.append(_ratio_pending(f"{name} p{round(q * 100)}", label, _quantiles(ha, ma, after.weights, q),
-                                          _quantiles(hb, mb, before.weights, q), allowed, predicted,
-                                          ttft_basis if predicted else "no prediction: allowed no rise"))
+                                          _quantiles(hb, mb, before.weights, q), allowed, predicted, basis))
     return out
 
 
@@ -239,7 +244,8 @@ def _rate_pending(before_value: float, after: Side, busy: np.ndarray, predicted_
 
 def compare_arm(before: ShapeSignals, after: ShapeSignals, before_index: np.ndarray, after_index: np.ndarray,
                 labels: Sequence[str], predicted: ArmPrediction | None, busy_rate_before: float,
-                tolerance: float = DEFAULT_TOLERANCE) -> tuple[Comparison, ...]:
+                tolerance: float = DEFAULT_TOLERANCE,
+                itl_allowance: BatchAllowance | None = None) -> tuple[Comparison, ...]:
     """Every comparison of the gate: the predictions first (rate, pooled TTFT p90), then each bucket's latencies.
 
     ``predicted`` is the before window's prediction for the arm (``arm.interleave_prediction``;
@@ -257,7 +263,7 @@ def compare_arm(before: ShapeSignals, after: ShapeSignals, before_index: np.ndar
         qa = _quantiles(ha, (after_index > 0).astype(float), a.weights, 0.9)
         qb = _quantiles(hb, (before_index > 0).astype(float), b.weights, 0.9)
         pending.append(_ratio_pending("TTFT p90", "busy", qa, qb, ttft, True, basis, two_sided=True))
-    pending.extend(latency_pending(b, a, labels, ttft if math.isfinite(ttft) else None, basis))
+    pending.extend(latency_pending(b, a, labels, ttft if math.isfinite(ttft) else None, basis, itl_allowance))
     level = FAMILY_ALPHA / max(1, sum(p.enough for p in pending))
     return tuple(_judged(p, level, tolerance) for p in pending)
 
