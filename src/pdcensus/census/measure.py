@@ -240,7 +240,8 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         inflation_after_batch_bounded=after_bounded,
         baseline_prefill_free_share=float((s.prefill_tokens_per_second[idle] <= IDLE_FLOOR_TOKENS_PER_SECOND).mean())
         if idle.any() and s.prefill_tokens_per_second is not None else 1.0,
-        ledger_depth=ledger_depth, ledger_depth_local=ledger_depth_local, dose_stall=m.dose.stall_seconds_per_token, dose_depth=m.dose.depth_at_top,
+        ledger_depth=ledger_depth, ledger_depth_local=ledger_depth_local, dose_stall=m.dose.stall_seconds_per_token,
+        dose_depth=m.dose.depth_at_top,
         depth_from_steps=steps_spans is not None and ledger_depth is not None, itl_depth=felt, itl_tokens=felt_tokens,
         itl_basis=felt_basis, itl_chunk_depth=felt_chunk, itl_depth_over_waits=over_waits, gaps=gaps,
         reprefill_share=s.prefill_progress.reprefill_share if s.prefill_progress is not None else 0.0,

@@ -259,7 +259,9 @@ def _limiting(x: VerdictInputs, point: Mechanism, found: list[Found]) -> tuple[G
             and np.isfinite(x.ledger_depth_local[0]):
         _, hi = interval(x.ledger_depth_local)
         ramp_free = bool(np.isfinite(hi) and hi < COLLAPSE_RATIO)
-    dropped = ({GuardReason.STILL_RAMPING} if ramp_free else set()) | ({GuardReason.CONTRAST_ABOVE_ONE} if gaps else set())
+    dropped = {GuardReason.STILL_RAMPING} if ramp_free else set()
+    if gaps:
+        dropped.add(GuardReason.CONTRAST_ABOVE_ONE)
     return tuple(r for r in reasons if r not in dropped)
 
 

@@ -110,16 +110,18 @@ def _ledger_none_contradicted(x: VerdictInputs) -> str | None:
         if x.gaps is not None:
             return None
         return ("'none' rests on the counted steps alone (too few idle or busy scrapes for the rate contrast, no "
-                "inter-token histogram): decode rows that sit out chunk steps are no counted step, so a chunk step "
-                "as long as a decode-only step hides in the steps' ratio; the inter-token histogram "
-                "(vllm:inter_token_latency_seconds) or a window with idle and busy spells would settle it")
+                "inter-token histogram): where decode rows sit out a chunk step and an engine counts only the steps "
+                "that emit tokens (vLLM), a chunk step as long as a decode-only step hides in the steps' ratio; an "
+                "inter-token histogram (vllm:inter_token_latency_seconds) or a window with idle and busy spells "
+                "would settle it")
     lo, hi = interval(x.lag0_effect)
     if not (np.isfinite(hi) and hi < COLLAPSE_RATIO):
         return None
     return (f"per-stream decode while prefill runs falls to {x.lag0_effect[0]:.2f} of idle (90% interval "
-            f"{lo:.2f}-{hi:.2f}), a collapse the counted steps do not show: decode rows that sit out chunk steps are "
-            "no counted step, so a chunk step as long as a decode-only step hides in the steps' ratio; the "
-            "inter-token histogram (vllm:inter_token_latency_seconds) would time what they waited")
+            f"{lo:.2f}-{hi:.2f}), a collapse the counted steps do not show: where decode rows sit out a chunk step "
+            "and an engine counts only the steps that emit tokens (vLLM), a chunk step as long as a decode-only step "
+            "hides in the steps' ratio; an inter-token histogram (vllm:inter_token_latency_seconds) would time what "
+            "they waited")
 
 
 def gaps_see_prefill(x: VerdictInputs) -> bool:

@@ -32,8 +32,8 @@ from pdcensus.errors import UsageError
 from pdcensus.series.model import Recording
 from pdcensus.series.profiles import Signal
 from pdcensus.verify import engaged, gate
-from pdcensus.verify.batch_law import applies, batch_allowance
 from pdcensus.verify.arm_args import DEFAULT_TOLERANCE
+from pdcensus.verify.batch_law import applies, batch_allowance
 from pdcensus.verify.model import ArmObservation, ArmOutcome, ArmPrediction, ArmStep, ArmVerdict, StepStatus
 
 MIN_BUSY_SAMPLES = 8  # per window, busy scrapes with a per-stream rate
