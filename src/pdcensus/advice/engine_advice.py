@@ -109,19 +109,19 @@ def recommend_budget(report: CensusReport, mechanism: ActsOn, engine: str,
             + f", so no next value is computed: halve the deployed {knob.flag}",
             Prediction(), cost=knob.cost, preconditions=knob.preconditions, engine=engine)
     capped = _threshold_cap(engine, deployed, current)
+    why_dial = ""
     if capped is not None:  # the deployed threshold, not the budget, sizes a long prompt's chunk: it is the dial
-        knob, current, assumed = capped[0], capped[1], None
+        knob, current, why_dial = capped
+        assumed = None
     if current <= MIN_BUDGET_TOKENS:
         return spent(mechanism, engine, knob, str(current), f"at {MIN_BUDGET_TOKENS} tokens or fewer a step is mostly "
-                     "fixed cost, so halving again buys decoders little and every prompt pays per step"
-                     + (capped[2] if capped is not None else ""))
+                     "fixed cost, so halving again buys decoders little and every prompt pays per step" + why_dial)
     new = max(MIN_BUDGET_TOKENS, current // BUDGET_CUT)
     ratio = new / current
     predicted = StepBudgetPrediction(float(current), float(new), ratio)
     ledger = report.ledger
     chunk, decode = ledger.chunk_step_seconds, ledger.decode_step_seconds
-    effect = f"a chunk beside decoders carries at most {new} tokens instead of {current}" + (
-        capped[2] if capped is not None else "")
+    effect = f"a chunk beside decoders carries at most {new} tokens instead of {current}{why_dial}"
     if _finite(chunk) and _finite(decode) and chunk > decode > 0:
         chunk_new = decode + (chunk - decode) * ratio
         stretch = (chunk_new / new) / (chunk / current)

@@ -118,6 +118,13 @@ def _reference(dstep: np.ndarray, sel: np.ndarray) -> tuple[np.ndarray, str] | N
     return np.full(dstep.shape, mode), f"half-sample mode of {int(ok.sum())}"
 
 
+def interval_batch(running: np.ndarray) -> np.ndarray:
+    """Per interval, the running gauge's mean over its two ends (the first row: its own value)."""
+    r = np.asarray(running, dtype=np.float64)
+    out: np.ndarray = 0.5 * (r + np.concatenate([r[:1], r[:-1]]))
+    return out
+
+
 def local_decode_step(times: np.ndarray, decode_seconds: np.ndarray, decode_steps: np.ndarray,
                       timed: np.ndarray, untimed: np.ndarray, fallback: np.ndarray) -> np.ndarray:
     """Per interval, the decode-only step its steps would have taken: its own where it timed one (``timed``),
@@ -139,11 +146,17 @@ def local_decode_step(times: np.ndarray, decode_seconds: np.ndarray, decode_step
     own = np.where(timed, decode_seconds / np.where(timed, decode_steps, 1.0), np.nan)
     out = np.where(timed, own, fallback)
     pool = np.flatnonzero(timed & ~np.r_[untimed[1:], False])
-    if pool.size < LOCAL_STEP_INTERVALS:
+    k = LOCAL_STEP_INTERVALS
+    rows = np.flatnonzero(untimed)
+    if pool.size < k or not rows.size:
         return out
-    for i in np.flatnonzero(untimed):
-        near = pool[np.argsort(np.abs(t[pool] - t[i]), kind="stable")[:LOCAL_STEP_INTERVALS]]
-        out[i] = float(np.sum(decode_seconds[near]) / np.sum(decode_steps[near]))
+    # the k nearest of a time-sorted pool lie among the k on either side of each row's place in it
+    at = np.searchsorted(t[pool], t[rows])[:, None] + np.arange(-k, k)[None, :]
+    inside = (at >= 0) & (at < pool.size)
+    candidates = pool[np.clip(at, 0, pool.size - 1)]
+    distance = np.where(inside, np.abs(t[candidates] - t[rows][:, None]), np.inf)
+    near = np.take_along_axis(candidates, np.argsort(distance, axis=1, kind="stable")[:, :k], axis=1)
+    out[rows] = decode_seconds[near].sum(axis=1) / decode_steps[near].sum(axis=1)
     return out
 
 
@@ -219,7 +232,7 @@ def step_ledger(
     else:
         d0, how = ref
         reference = f"{reference}; {how}"
-    batch = 0.5 * (running + np.concatenate([running[:1], running[:-1]]))  # mean over the interval
+    batch = interval_batch(running)
     bound = batch_step_bound(dstep, batch, d0, valid) if ref is not None else None
     busy_v, tail_v = hist.heavy & valid, hist.tail & valid
     base = _ratio(d0 * steps_d, steps_d, valid & np.isfinite(d0))

@@ -150,14 +150,15 @@ def verdict_inputs(m: Measured) -> VerdictInputs:
         residency = weighted_ratio(weights, np.where(with_decoders, r * np.nan_to_num(excess.residency_seconds), 0.0), den)
         chunk_steps_beside = float(np.nansum(np.where(with_decoders, excess.chunk_steps, 0.0))) if running is not None else 0.0
         undisturbed_step = np.nan_to_num(excess.reference_step_seconds)
+
+        def step_over_chunk(step: np.ndarray, chunk_seconds: np.ndarray) -> np.ndarray:
+            """The chunk spans' steps at ``step`` over their seconds: decode-only step / chunk step, per replicate."""
+            return weighted_ratio(weights, np.where(with_decoders, step * excess.chunk_steps, 0.0),
+                                  np.where(with_decoders & (step > 0), chunk_seconds, 0.0))
         if excess.chunk_seconds is not None and excess.chunk_steps_counted and np.isfinite(excess.reference_step_seconds).any():
-            ledger_depth = weighted_ratio(weights, np.where(with_decoders, undisturbed_step * excess.chunk_steps, 0.0),
-                                          np.where(with_decoders & (undisturbed_step > 0), excess.chunk_seconds, 0.0))
+            ledger_depth = step_over_chunk(undisturbed_step, excess.chunk_seconds)
             if excess.charged_step_seconds is not None:
-                charged = np.nan_to_num(excess.charged_step_seconds)
-                ledger_depth_local = weighted_ratio(
-                    weights, np.where(with_decoders, charged * excess.chunk_steps, 0.0),
-                    np.where(with_decoders & (charged > 0), excess.chunk_seconds, 0.0))
+                ledger_depth_local = step_over_chunk(np.nan_to_num(excess.charged_step_seconds), excess.chunk_seconds)
         if np.isfinite(excess.reference_step_seconds).any():
             undisturbed_seconds = undisturbed_step * excess.decode_steps
             during = weighted_ratio(weights, excess.decode_seconds * hist.heavy, undisturbed_seconds * hist.heavy)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from pdcensus.advice.knobs import Dial, Knob
+from pdcensus.census.ledger import interval_batch
 from pdcensus.census.model import CensusReport
 from pdcensus.census.signals import ShapeSignals
 from pdcensus.series.profiles import Signal
@@ -48,9 +49,7 @@ def _batch(signals: ShapeSignals) -> np.ndarray | None:
     running = signals.gauge(Signal.RUNNING)
     if running is None:
         return None
-    r = np.asarray(running, dtype=np.float64)
-    out: np.ndarray = 0.5 * (r + np.concatenate([r[:1], r[:-1]]))
-    return out
+    return interval_batch(running)
 
 
 def step_law(report: CensusReport, signals: ShapeSignals) -> tuple[float, float, int] | None:
