@@ -90,6 +90,14 @@ SCENARIOS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
                           {"decoders": 3, "decoder_prompt_tokens": 80, "max_tokens": 1500, "prompt_tokens": 200,
                            "prompt_max_tokens": 2, "prompt_gap_seconds": 0.2, "phases": ((2.0, 148.0),),
                            "seed": 18}),
+    # held out (recorded after every rule above was written): a wide batch of short-prompt decoders beside long
+    # prompts under a mid budget, and a cache too small for the decoders while long prompts also arrive
+    "holdout-wide": (BASE_ARGS + ("--max-num-batched-tokens", "1024"),
+                     {"decoders": 8, "decoder_prompt_tokens": 32, "max_tokens": 600, "prompt_tokens": 2500,
+                      "prompt_max_tokens": 24, "prompt_gap_seconds": 3.0, "seed": 19}),
+    "holdout-mixed": (("--num-gpu-blocks-override", "40", "--max-model-len", "4096"),
+                      {"decoders": 6, "decoder_prompt_tokens": 300, "max_tokens": 600, "prompt_tokens": 1200,
+                       "prompt_max_tokens": 4, "prompt_gap_seconds": 4.0, "seed": 20}),
     "holdout-preemption": (("--num-gpu-blocks-override", "20", "--max-model-len", "2048",
                             "--max-num-batched-tokens", "1024"),
                            {"decoders": 8, "decoder_prompt_tokens": 400, "max_tokens": 700, "phases": (), "seed": 12}),

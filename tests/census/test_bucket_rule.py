@@ -97,3 +97,15 @@ def test_edges_without_a_busy_bucket_put_every_busy_scrape_in_one_open_bucket() 
     assert a.index.tolist() == [0, 0, 1, 1, -1, -1]
     assert a.labels == ("idle", "2-inf tok/s")
     assert a.busy.tolist() == [False, False, True, True, False, False]
+
+
+def test_edges_from_a_window_with_no_busy_scrape_put_another_windows_busy_scrapes_in_one_open_bucket() -> None:
+    # the before window never prefilled: its edges are the idle threshold alone; the after window prefills
+    (threshold,) = assign_buckets(np.zeros(N)).edges
+    after = np.where(np.arange(N) % 3 == 0, 500.0, 0.0)
+    a = assign_on_edges(after, (threshold,))
+    table = bucket_table(a, np.full(N, 40.0), np.full(N, 2.0), prefill_name="prefill", basis="",
+                         scrape_interval_seconds=1.0)
+    idle, busy = table.rows
+    assert (idle.samples, busy.samples) == (80, 40)
+    assert busy.low_tokens_per_second == threshold and busy.high_tokens_per_second == np.inf

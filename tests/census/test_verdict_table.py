@@ -147,6 +147,20 @@ def test_a_material_stall_caps_the_other_mechanisms():
     assert v.mechanism is Mechanism.STEP_TIME_SHARING and v.confidence < 0.7
 
 
+def test_a_material_stall_masks_a_share_its_interval_overlaps_and_not_one_wholly_above_it():
+    def sharing_beside_stalls(share: float) -> tuple[float, tuple[str, ...]]:
+        v = decide(base(ledger_depth=reps(0.3), lag0_effect=reps(0.5), sharing=reps(share, 0.01), bursts=10,
+                        burst_aligned=True, preemption=reps(0.06, 0.005)))
+        (f,) = [f for f in v.found if f.mechanism is Mechanism.STEP_TIME_SHARING]
+        return f.confidence, v.settle
+    # sharing 6-10 % beside 5-7 % of stalls: the rows the stalls shed could make it
+    confidence, settle = sharing_beside_stalls(0.08)
+    assert confidence <= 0.65 and any("masks or mimics the other mechanisms' shares" in s for s in settle)
+    # sharing 18-21 %: more than the stalled time could move
+    confidence, settle = sharing_beside_stalls(0.2)
+    assert confidence >= 0.9 and any("lies wholly above the stalls'" in s for s in settle)
+
+
 def test_an_unfound_material_loss_estimate_caps_the_headline():
     v = decide(base(ledger_depth=reps(0.3), lag0_effect=reps(0.5), sharing=reps(0.07, 0.004),
                     residency=reps(0.2, 0.01)))

@@ -81,10 +81,10 @@ def test_one_calibration_and_one_unchanged_run_per_seed_serve_every_recommendati
         made.append(1)
         real_init(self, *a, **k)  # type: ignore[arg-type]
 
-    def counting_sim(calibration: object, seed: int, change: object = None) -> object:
+    def counting_sim(calibration: object, seed: int, change: object = None, clients: object = None) -> object:
         if change is None:
             unchanged.append(seed)
-        return real_sim(calibration, seed, change)  # type: ignore[arg-type]
+        return real_sim(calibration, seed, change, clients)  # type: ignore[arg-type]
 
     monkeypatch.setattr(run.CalibratedTwin, "__init__", counting_init)
     monkeypatch.setattr(run, "simulate_twin", counting_sim)

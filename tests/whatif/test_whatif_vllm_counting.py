@@ -15,7 +15,8 @@ from pdcensus.whatif.arrivals import split_wait
 from pdcensus.whatif.lengths import expected_length, pair_counts
 from pdcensus.whatif.knobs import parse_knobs
 from pdcensus.whatif.measure import _median_pace, measure, read_window, span_rates, stalled_share
-from pdcensus.whatif.run import capacity_refusal, closed_loop_warning, preemption_gap_warning
+from pdcensus.whatif.population import clients_for, clients_note, closed_loop_warning
+from pdcensus.whatif.run import preemption_gap_warning
 from pdcensus.whatif.traffic import Traffic
 
 
@@ -146,13 +147,15 @@ def test_the_stalled_share_is_the_waiting_in_gaps_from_the_stall_edge_up() -> No
     assert np.isnan(stalled_share(None))
 
 
-def test_a_change_of_admission_room_on_a_closed_population_with_a_queue_is_refused_in_one_line() -> None:
+def test_a_change_of_admission_room_on_a_closed_population_with_a_queue_runs_the_twin_as_its_clients() -> None:
     closed = _gauges([3.0 + (i % 2) for i in range(60)], [7.0 - (i % 2) for i in range(60)])
     observed = measure(closed)
     for knob in ("--num-gpu-blocks-override=48", "--max-num-seqs=4"):
-        line = capacity_refusal(closed, observed, parse_knobs([knob], "vllm"))
-        assert line is not None and line.startswith(knob.split("=")[0] + ": ") and "\n" not in line
+        assert clients_for(closed, observed, parse_knobs([knob], "vllm")) == 10
+    assert "twin as 10 closed-loop clients" in clients_note(closed, 10)
+    # the twin that runs as clients says so, and not that it replays the recorded arrivals
+    assert closed_loop_warning(closed, None, 10) == ()
     # a chunk knob is not admission room; without a queue there is nobody to let in
-    assert capacity_refusal(closed, observed, parse_knobs(["--max-num-batched-tokens=512"], "vllm")) is None
+    assert clients_for(closed, observed, parse_knobs(["--max-num-batched-tokens=512"], "vllm")) is None
     no_queue = _gauges([10.0] * 60, [0.0] * 60)
-    assert capacity_refusal(no_queue, measure(no_queue), parse_knobs(["--max-num-seqs=4"], "vllm")) is None
+    assert clients_for(no_queue, measure(no_queue), parse_knobs(["--max-num-seqs=4"], "vllm")) is None

@@ -202,7 +202,8 @@ def bucket_table(
         if b == 0:
             idle_stream = mean_ps
         lo = 0.0 if b == 0 else assignment.edges[b - 1]
-        hi = assignment.edges[0] if b == 0 else assignment.edges[b]
+        # no busy edge (the edges' window had no busy scrape): the one busy bucket is open above
+        hi = assignment.edges[0] if b == 0 else assignment.edges[b] if b < len(assignment.edges) else math.inf
         p50 = p90 = p99 = float("nan")
         requests = 0.0
         if ttft is not None:

@@ -85,6 +85,7 @@ class PrefillProgress:
     cannot_see: tuple[str, ...]
     hint: str | None
     reprefill_share: float = 0.0  # share of the signal that is estimated re-prefill after preemptions
+    reprefill_tokens_per_second: np.ndarray | None = None  # that estimate per interval (in tokens_per_second)
 
 
 def _interval_rate(tokens: np.ndarray, dt: np.ndarray) -> np.ndarray:
@@ -265,7 +266,8 @@ def reconstruct(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, *, comple
             tokens = tokens + re_tokens
         return PrefillProgress(PrefillBasis.ADMISSION_TO_COMPLETION, _interval_rate(tokens, dt), raw, source, share,
                                qpp, float("nan"), False, _hidden(tokens, prompt), tuple(cannot),
-                               None if iteration_tokens_scraped else _HINT, re_share)
+                               None if iteration_tokens_scraped else _HINT, re_share,
+                               _interval_rate(re_tokens, dt) if re_note else None)
     speed = measured_speed(times, computed, window)
     per_request = _share(request_prefill_tokens, request_prefill_seconds)
     if np.isfinite(per_request) and per_request > 0 and not (speed >= per_request):
@@ -290,7 +292,8 @@ def reconstruct(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, *, comple
         "a prefill's start: it is placed as late as the speed allows (queueing before it is not seen)",
     ] + ([re_note] if re_note else [])
     return PrefillProgress(PrefillBasis.SPREAD_BACK, _interval_rate(tokens, dt), raw, source, share, qpp, speed,
-                           not saturated, hidden, tuple(cannot), None if iteration_tokens_scraped else _HINT, re_share)
+                           not saturated, hidden, tuple(cannot), None if iteration_tokens_scraped else _HINT, re_share,
+                           _interval_rate(re_tokens, dt) if re_note else None)
 
 
 def _reprefill(times: np.ndarray, dt: np.ndarray, prompt: np.ndarray, computed: np.ndarray,

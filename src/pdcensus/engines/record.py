@@ -130,6 +130,15 @@ class DeployedValue:
 
 
 @dataclass(frozen=True)
+class KvRules:
+    """How a release admits into its KV cache and resumes a preempted request (the what-if's twin follows it)."""
+
+    watermark_share: float  # of the cache kept free when a waiting or preempted request is admitted
+    resume_from_prefix_cache: bool  # a preempted request's full blocks are found again by the prefix cache
+    partial_block_share: float  # of a block a request's partial last block wastes, on average
+
+
+@dataclass(frozen=True)
 class EngineRelease:
     """One release of an engine whose facts are cited line by line; the registry's last per engine is in force."""
 
@@ -141,6 +150,7 @@ class EngineRelease:
     config_file_note: Callable[[Mapping[str, str]], str]  # said where argv reads a config file pdcensus cannot
     twin_refused: Mapping[str, str]  # catalogue flag -> why the what-if's twin cannot model it
     assumed_budget: int  # the step budget assumed where neither argv nor the build says
+    kv_rules: KvRules | None = None  # None: the twin keeps radiance's watermark and recompute from token 0
 
 
 Detect = Callable[[Set[str]], "tuple[Profile, str] | None"]

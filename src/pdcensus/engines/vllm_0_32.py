@@ -35,7 +35,7 @@ from pathlib import Path
 
 import yaml
 
-from pdcensus.engines.record import DeployedValue, EngineRelease
+from pdcensus.engines.record import DeployedValue, EngineRelease, KvRules
 from pdcensus.engines.vllm import BUILD_KEY, CPU_BUILD
 
 PIN = "vLLM 0.32.0"
@@ -168,8 +168,20 @@ TWIN_REFUSED: dict[str, str] = {
 }
 
 
+# --- KV admission and resume. A waiting or preempted request is admitted when its whole sequence fits in the free
+# blocks, above no watermark (vllm/config/scheduler.py l. 190-201: scheduler_reserve_full_isl = True,
+# watermark = 0.0; v1/core/kv_cache_manager.py l. 509-537). Preemption sets num_computed_tokens = 0
+# (v1/core/sched/scheduler.py, _preempt_request), so the resume looks its full blocks up in the prefix cache, on
+# by default; they were freed tail first, so others' allocations evict its last blocks first
+# (v1/core/kv_cache_manager.py l. 620-629). A preempted request's hits are kept out of vllm:prefix_cache_hits
+# (v1/core/kv_cache_manager.py l. 255-262, v1/metrics/stats.py l. 138-151: counted as preempted_hits).
+# A request holds ceil(tokens / block_size) blocks (v1/core/single_type_kv_cache_manager.py,
+# get_num_blocks_to_allocate), so its last block is on average half empty.
+KV_RULES = KvRules(watermark_share=0.0, resume_from_prefix_cache=True, partial_block_share=0.5)
+
+
 RELEASE = EngineRelease(
     engine="vllm", version="0.32.0", flags_file=FLAGS_FILE, deployed_value=deployed_value,
     config_file_note=config_file_note, twin_refused=TWIN_REFUSED,
-    assumed_budget=BUDGET_BY_DEVICE[ASSUMED_ROW][1],
+    assumed_budget=BUDGET_BY_DEVICE[ASSUMED_ROW][1], kv_rules=KV_RULES,
 )

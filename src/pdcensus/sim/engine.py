@@ -40,6 +40,7 @@ from pdcensus.sim.kv import CheckpointStore, KVCache, auto_slots
 from pdcensus.sim.lifecycle import DECODING, FinishHook, RequestLifecycle
 from pdcensus.sim.metrics_state import MetricsState
 from pdcensus.sim.residency import Residency, ResidencyParams
+from pdcensus.sim.scheduler import KvAdmission
 from pdcensus.sim.steps import Run, RunPlanner
 from pdcensus.sim.truth import LossLedger
 
@@ -61,18 +62,20 @@ class Engine(RequestLifecycle):
         start_seconds: float = 0.0,
         *,
         engine_tallies: bool = True,
+        admission: KvAdmission | None = None,
     ) -> None:
         """``engine_tallies=False``: leave :attr:`tallies` (SGLang's and TGI's own families) unfed,
         for a run that exports radiance's or vLLM's names only (they cost about a tenth of a
         chat-heavy simulation)."""
         self.config = config
+        self.admission = admission or KvAdmission()
         self.cost = cost or CostModel()
         self.hardware = hardware or Hardware()
         self.start_seconds = start_seconds
         self.now = start_seconds
         self.tokens_per_step = config.rows_per_sequence
         blocks = self.hardware.kv_blocks(config.block_size, config.num_gpu_blocks_override)
-        self.kv = KVCache(blocks, config.block_size)
+        self.kv = KVCache(blocks, config.block_size, round(config.block_size * self.admission.partial_block_share))
         self.residency = Residency(residency or ResidencyParams(), config.max_num_batched_tokens)
         slots = config.checkpoint_slots or auto_slots(
             config.checkpoint_policy, config.max_model_len, config.checkpoint_interval,
@@ -145,7 +148,7 @@ class Engine(RequestLifecycle):
         recent = self.recent_steps.append
         watchers = self.run_watchers
         per_step = self.tokens_per_step
-        block = kv.block_size
+        block = kv.holder_waste
         held_per_chunk = self.config.held_steps_per_chunk
         while True:
             run = self.run

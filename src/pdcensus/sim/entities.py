@@ -68,6 +68,8 @@ class Sequence:
     preemptions: int = 0
     version: int = 0
     kv_base: int = 0  # KV tokens held = kv_base + tokens_per_step x decode index (while decoding)
+    preempt_free_tokens: int = 0  # the cache's other free tokens when last preempted
+    preempt_used_tokens: int = 0  # the others' KV tokens when last preempted
     written_positions: list[int] = field(default_factory=list)
     listener: TokenListener | None = None
 

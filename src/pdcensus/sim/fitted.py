@@ -12,7 +12,8 @@ engine, the scrapes and the exporter are the ones every scenario uses:
 
 The feeder draws a stream's arrival instants and, for each in turn, one prompt and one output
 length (through :meth:`Lengths.sampler`), so the n-th arrival gets the n-th lengths. A trace workload is single-use: build a new
-one per simulation (``trace_workload`` does).
+one per simulation (``trace_workload`` does). :func:`clients_workload` sends the same requests from a
+closed population of clients instead, for a recording whose running + waiting held at a level.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from pdcensus.sim.workload import ArrivalKind, Arrivals, Lengths, Stream, Workload
+from pdcensus.sim.workload import ArrivalKind, Arrivals, Clients, Lengths, Stream, Workload
 
 
 @dataclass(frozen=True)
@@ -76,3 +77,15 @@ def trace_workload(requests: Sequence[TraceRequest]) -> Workload:
         outputs = TraceLengths(1.0, 0.0, 1, values=tuple(max(1, r.output_tokens) for r in reqs))
         streams.append(Stream(kind, arrivals, prompts, outputs))
     return Workload(tuple(streams))
+
+
+def clients_workload(requests: Sequence[TraceRequest], count: int, think_seconds: float = 0.0) -> Workload:
+    """``count`` closed-loop clients that send the trace's requests (prompt and output) in arrival order.
+
+    The trace's arrival instants are dropped: each client sends its next request when its last one ends,
+    so a change that admits the waiting sooner also brings the next requests sooner."""
+    ordered = sorted(requests, key=lambda r: r.arrival_seconds)
+    pairs = tuple((max(1, r.prompt_tokens), max(1, r.output_tokens)) for r in ordered if r.kind != "standing")
+    if not pairs:
+        pairs = tuple((max(1, r.prompt_tokens), max(1, r.output_tokens)) for r in ordered)
+    return Workload(clients=Clients(count, pairs, think_seconds))

@@ -2,7 +2,7 @@
 
 KV is counted in tokens: every holder (a decoding sequence, or the one prefilling) holds its
 context, and each holder may waste up to one partial block, so the usable capacity is
-``blocks x block_size - holders x block_size``. Decoders grow in lockstep, so the number of
+``blocks x block_size - holders x block_size`` (half a block a holder, its mean, for a vLLM twin). Decoders grow in lockstep, so the number of
 steps until the cache is full is closed-form (:meth:`KVCache.steps_until_full`).
 
 The model is hybrid (linear state + paged KV): a prefix-cache hit can resume only from a
@@ -31,9 +31,12 @@ from pdcensus.sim.config import CheckpointPolicy
 class KVCache:
     """Token accounting of the paged KV cache, closed-form over lockstep decode steps."""
 
-    def __init__(self, capacity_blocks: int, block_size: int) -> None:
+    def __init__(self, capacity_blocks: int, block_size: int, holder_waste: int | None = None) -> None:
+        """``holder_waste``: the tokens each holder's partial last block is taken to waste (a whole
+        block unless given: :attr:`pdcensus.sim.scheduler.KvAdmission.partial_block_share`)."""
         self.capacity_blocks = capacity_blocks
         self.block_size = block_size
+        self.holder_waste = block_size if holder_waste is None else holder_waste
         self.capacity_tokens = capacity_blocks * block_size
         self.static_tokens = 0  # used tokens = static_tokens + growth_per_index x decode index
 
@@ -41,7 +44,7 @@ class KVCache:
         return self.static_tokens + decoders * tokens_per_step * decode_index
 
     def free_tokens(self, decode_index: int, decoders: int, tokens_per_step: int, holders: int) -> int:
-        usable = self.capacity_tokens - holders * self.block_size
+        usable = self.capacity_tokens - holders * self.holder_waste
         return usable - self.used_tokens(decode_index, decoders, tokens_per_step)
 
     def steps_until_full(

@@ -18,7 +18,7 @@ from pdcensus.sim.entities import Phase, RequestHandle, Sequence
 from pdcensus.sim.kv import CheckpointStore, KVCache
 from pdcensus.sim.metrics_state import MetricsState
 from pdcensus.sim.residency import Residency
-from pdcensus.sim.scheduler import admission_fits
+from pdcensus.sim.scheduler import KvAdmission, admission_fits, resume_start
 from pdcensus.sim.truth import LossLedger
 
 FinishHook = Callable[[Sequence, float], None]
@@ -30,6 +30,7 @@ class RequestLifecycle:
     """The per-request events of an engine (the engine's state is declared here, set by the engine)."""
 
     config: EngineConfig
+    admission: KvAdmission
     tokens_per_step: int
     kv: KVCache
     residency: Residency
@@ -69,7 +70,7 @@ class RequestLifecycle:
             n = len(decoders)
             growth = n * per_step
             holders = n + (1 if self.prefilling is not None else 0)
-            free = kv.capacity_tokens - holders * kv.block_size - (kv.static_tokens + growth * self.decode_index)
+            free = kv.capacity_tokens - holders * kv.holder_waste - (kv.static_tokens + growth * self.decode_index)
             if free >= growth:
                 return
             self.preempt_newest(now)
@@ -83,6 +84,9 @@ class RequestLifecycle:
         resuming = seq.phase is PREEMPTED
         if resuming:
             start, end, replay_end = 0, request.prompt_tokens + seq.generated_tokens, 0
+            if self.admission.resume_from_prefix_cache:
+                start = replay_end = resume_start(end, self.kv.block_size, seq.preempt_free_tokens,
+                                                  self._used_tokens() - seq.preempt_used_tokens)
         else:
             depth = min(request.cached_depth, request.prompt_tokens)
             start = self.checkpoints.lookup(request.session_id, depth) if depth > 0 else 0
@@ -90,10 +94,10 @@ class RequestLifecycle:
             end = request.prompt_tokens
             replay_end = max(start, depth)
         kv, running = self.kv, len(self.decoders)  # nothing prefills, so the holders are the decoders
-        free = kv.capacity_tokens - running * kv.block_size - (kv.static_tokens + running * self.tokens_per_step
+        free = kv.capacity_tokens - running * kv.holder_waste - (kv.static_tokens + running * self.tokens_per_step
                                                                 * self.decode_index)
-        if not admission_fits(free - kv.block_size, end, kv.capacity_tokens, running,
-                              (running + 1) * self.tokens_per_step, self.config):
+        if not admission_fits(free - kv.holder_waste, end, kv.capacity_tokens, running,
+                              (running + 1) * self.tokens_per_step, self.config, self.admission):
             return
         self.waiting.popleft()
         if resuming:
@@ -114,6 +118,10 @@ class RequestLifecycle:
         if end - start > self.config.checkpoint_interval:
             self.residency.lend()
 
+    def _used_tokens(self) -> int:
+        """KV tokens held now (the decoders' and the prefilling sequence's)."""
+        return self.kv.static_tokens + len(self.decoders) * self.tokens_per_step * self.decode_index
+
     def preempt_newest(self, now: float) -> bool:
         """Preempt the most recently admitted decoder (recompute); False if there is none."""
         if not self.decoders:
@@ -123,6 +131,10 @@ class RequestLifecycle:
         seq.generated_tokens += stint * self.tokens_per_step
         seq.decode_tokens_needed -= stint
         self.kv.static_tokens -= seq.kv_base
+        if self.admission.resume_from_prefix_cache:
+            used = self._used_tokens()
+            seq.preempt_used_tokens = used
+            seq.preempt_free_tokens = self.kv.capacity_tokens - used - seq.request.prompt_tokens - seq.generated_tokens
         seq.version += 1
         seq.phase = Phase.PREEMPTED
         seq.preempted_seconds = now

@@ -118,7 +118,7 @@ def simulate_scenario(
             assembler.scrape_failed(EPOCH_SECONDS + times[ti])
             ti += 1
         engine = Engine(config, spec.cost, hardware, spec.residency, start_seconds=start,
-                        engine_tallies=profile in ENGINE_PROFILES)
+                        engine_tallies=profile in ENGINE_PROFILES, admission=spec.admission)
         feeder = WorkloadFeeder(seg.workload, engine, random.Random(rng.getrandbits(64)), start, end,
                                 config.max_model_len)
         boot.append(boot_log(engine, seg.build, EPOCH_SECONDS + start))

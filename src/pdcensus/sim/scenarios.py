@@ -19,6 +19,7 @@ from pdcensus.errors import UsageError
 from pdcensus.sim.config import Build, normalize_flag
 from pdcensus.sim.cost_model import CostModel
 from pdcensus.sim.residency import ResidencyParams
+from pdcensus.sim.scheduler import KvAdmission
 from pdcensus.sim.workload import ArrivalKind, Arrivals, Lengths, Sessions, Stream, Workload
 
 
@@ -51,6 +52,7 @@ class Scenario:
     step_detail_scraped: bool = False
     cost: CostModel = CostModel()
     residency: ResidencyParams = ResidencyParams()
+    admission: KvAdmission = KvAdmission()  # radiance's watermark and resume; VLLM_ADMISSION for a vLLM twin
 
 
 @dataclass(frozen=True)

@@ -144,7 +144,7 @@ class RunPlanner:
                 k = max(1, index - e.decode_index)
             kv = e.kv
             growth = decoders * e.tokens_per_step
-            free = kv.capacity_tokens - e.holders() * kv.block_size - kv.static_tokens - growth * e.decode_index
+            free = kv.capacity_tokens - e.holders() * kv.holder_waste - kv.static_tokens - growth * e.decode_index
             fits = free // growth
             if fits < k:
                 k = max(1, fits)
@@ -183,7 +183,7 @@ class RunPlanner:
         if index is not None and index - index0 < k:
             k = max(1, index - index0)
         holders = n + (1 if prefilling is not None else 0)
-        fits = (kv.capacity_tokens - holders * kv.block_size - used) // growth
+        fits = (kv.capacity_tokens - holders * kv.holder_waste - used) // growth
         if fits < k:
             k = max(1, fits)
         if missing:

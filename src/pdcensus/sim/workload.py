@@ -5,7 +5,9 @@ order, so a day of traffic never sits in memory at once: :class:`WorkloadFeeder`
 engine every arrival up to a horizon before the engine is advanced. Multi-turn sessions are
 closed-loop: the next turn arrives a think time after the previous one finished, and its
 prompt is the whole previous context plus the new user tokens, so it hits the prefix cache
-(``cached_depth``) and is reused only up to the last retained checkpoint.
+(``cached_depth``) and is reused only up to the last retained checkpoint. A client population
+(:class:`Clients`) is closed-loop too, with fresh prompts: each client sends its next request a
+think time after its last one finished (what a benchmark at a fixed concurrency does).
 """
 
 from __future__ import annotations
@@ -131,19 +133,33 @@ class Sessions:
 
 
 @dataclass(frozen=True)
+class Clients:
+    """``count`` clients that each send a request at the start and the next one ``think_seconds`` after
+    each finishes; the requests' ``(prompt, output)`` tokens are handed out in order, then again."""
+
+    count: int
+    requests: tuple[tuple[int, int], ...]
+    think_seconds: float = 0.0
+    kind: str = "client"
+
+
+@dataclass(frozen=True)
 class Workload:
     """Everything that arrives at one engine process."""
 
     streams: tuple[Stream, ...] = ()
     sessions: tuple[Sessions, ...] = ()
+    clients: Clients | None = None
 
     def scaled(self, load: float) -> Workload:
         """The same workload with every arrival rate multiplied by ``load``."""
         def scale(a: Arrivals) -> Arrivals:
             return replace(a, rate_per_second=a.rate_per_second * load)
+        clients = self.clients
         return Workload(
             tuple(replace(s, arrivals=scale(s.arrivals)) for s in self.streams),
             tuple(replace(s, arrivals=scale(s.arrivals)) for s in self.sessions),
+            replace(clients, count=max(1, round(clients.count * load))) if clients is not None else None,
         )
 
 
@@ -171,6 +187,7 @@ class WorkloadFeeder:
     _heads: list[tuple[float, int, Request] | None] = field(init=False, default_factory=list)
     _sessions: dict[int, _SessionState] = field(init=False, default_factory=dict)
     _next_session_id: int = field(init=False, default=1)
+    _client_requests: int = field(init=False, default=0)  # requests the clients have sent
 
     def __post_init__(self) -> None:
         gens = [self._stream(i, s) for i, s in enumerate(self.workload.streams)]
@@ -190,6 +207,26 @@ class WorkloadFeeder:
             self._next = next(self._pending, None)
         if self.workload.sessions:
             self.engine.finish_hooks.append(self._on_finish)
+        clients = self.workload.clients
+        if clients is not None and clients.requests:
+            self.engine.finish_hooks.append(self._on_client_finish)
+            for _ in range(clients.count):
+                self._client_send(clients, self.start_seconds)
+
+    def _client_send(self, clients: Clients, at: float) -> None:
+        prompt, output = clients.requests[self._client_requests % len(clients.requests)]
+        self._client_requests += 1
+        prompt = max(1, min(prompt, self.max_model_len - 16))
+        self.engine.submit(Request(at, prompt, max(1, min(output, self.max_model_len - prompt)), -1, 0,
+                                   clients.kind))
+
+    def _on_client_finish(self, seq: Sequence, now: float) -> None:
+        clients = self.workload.clients
+        if clients is None or seq.request.kind != clients.kind:
+            return
+        at = now + clients.think_seconds
+        if at < self.end_seconds:
+            self._client_send(clients, at)
 
     def _stream(self, index: int, stream: Stream) -> Iterator[tuple[float, int, Request]]:
         rng = random.Random(self.rng.getrandbits(64))

@@ -35,6 +35,7 @@ from pdcensus.errors import DataError
 from pdcensus.series.profiles import Signal
 from pdcensus.sim.cost_model import CostModel
 from pdcensus.sim.residency import ResidencyParams
+from pdcensus.sim.scheduler import KvAdmission
 from pdcensus.sources.vllm_build import vllm_build
 from pdcensus.whatif.knobs import Knob, engine_family, knobs_from_argv, radiance_flags_from_argv
 from pdcensus.whatif.measure import WindowFigures
@@ -101,6 +102,17 @@ class Calibration:
     @property
     def residency(self) -> ResidencyParams:
         return ResidencyParams() if record(self.engine).simulated else ResidencyParams(arena_experts_per_token=0.0)
+
+    @property
+    def admission(self) -> KvAdmission:
+        """The engine release's KV admission and resume where it is cited, else the simulator's own."""
+        cited = release(self.engine)
+        rules = cited.kv_rules if cited is not None else None
+        if rules is None:
+            return KvAdmission()
+        return KvAdmission(watermark_share=rules.watermark_share, headroom_steps=0,
+                           resume_from_prefix_cache=rules.resume_from_prefix_cache,
+                           partial_block_share=rules.partial_block_share)
 
 
 def _decode_fit(read: ShapeRead, idle_threshold: float) -> tuple[float, float, float, int, bool, tuple[float, float]]:
@@ -256,8 +268,11 @@ def sim_flags(engine: str, argv: Sequence[str], read: ShapeRead, labels: Mapping
             flags[SIM_BLOCKS], sources[SIM_BLOCKS] = given[SIM_BLOCKS], "argv"
         elif blocks.isdigit() and int(blocks) > 0:
             flags[SIM_BLOCKS], sources[SIM_BLOCKS] = blocks, "vllm:cache_config_info num_gpu_blocks"
-        if SIM_BLOCKS in sources and sources[SIM_BLOCKS] != "the twin models no KV pressure" and block.isdigit():
-            flags["--block-size"], sources["--block-size"] = block, "vllm:cache_config_info block_size"
+        if SIM_BLOCKS in sources and sources[SIM_BLOCKS] != "the twin models no KV pressure":
+            if block.isdigit():
+                flags["--block-size"], sources["--block-size"] = block, "vllm:cache_config_info block_size"
+            elif given.get("--block-size", "").isdigit():
+                flags["--block-size"], sources["--block-size"] = given["--block-size"], "argv"
         return flags, sources, knobs
     for flag in ("--max-num-batched-tokens", "--checkpoint-interval", "--busy-prefill-chunk"):
         flags[flag], sources[flag] = budget, why

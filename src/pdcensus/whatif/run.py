@@ -30,7 +30,7 @@ from pdcensus.series.llamacpp import increases
 from pdcensus.series.model import Recording
 from pdcensus.series.profiles import Signal
 from pdcensus.sim.config import Build, EngineConfig, parse_config
-from pdcensus.sim.fitted import trace_workload
+from pdcensus.sim.fitted import clients_workload, trace_workload
 from pdcensus.sim.run import SimResult, simulate_scenario
 from pdcensus.sim.scenarios import Scenario, Segment
 from pdcensus.whatif.arrivals import ttft_sums
@@ -40,18 +40,21 @@ from pdcensus.whatif.lengths import length_pairs
 from pdcensus.whatif.llamacpp_view import as_llamacpp
 from pdcensus.whatif.measure import FIGURES, WindowFigures, choose_endpoint, measure, read_window
 from pdcensus.whatif.vllm_knobs import vllm_change
+from pdcensus.whatif.population import clients_for, clients_note, closed_loop_warning
 from pdcensus.whatif.model import BOUNDED, BucketPrediction, FigurePrediction, Spread, WhatIfResult
 
 TOKENS_PREDICTED = "llamacpp:tokens_predicted_total"
 CACHE_CONFIG_INFO = "vllm:cache_config_info"
 PROMPT_LENGTHS, OUTPUT_LENGTHS = "vllm:request_prompt_tokens", "vllm:request_generation_tokens"
 DEFAULT_BOUND = 0.25
+# the figures a decode step's growth with the batch moves (withheld where that growth is unknown)
+BATCH_FIGURES = frozenset({
+    "per_stream_idle_tokens_per_second", "per_stream_busy_tokens_per_second", "decode_tokens_per_second",
+    "busy_vs_idle", "itl_p50_seconds", "itl_p99_seconds", "busy_itl_p50_seconds", "busy_itl_p99_seconds",
+    "felt_busy_tokens_per_second", "felt_idle_tokens_per_second"})
 DEFAULT_SEEDS = 4
 # a change's mean batch outside [low x p5, high x p95] of the recording's running is an extrapolation
 EXTRAPOLATION_LOW, EXTRAPOLATION_HIGH = 0.8, 1.25
-CAPACITY_FLAGS = frozenset({"--num-gpu-blocks-override", "--kv-cache-memory-bytes", "--max-num-seqs"})
-# running + waiting within 1 of its median in this share of the (at least this many) scrapes: a closed population
-CLOSED_LOOP_HELD, CLOSED_LOOP_MIN_SCRAPES = 0.9, 30
 
 
 @dataclass(frozen=True)
@@ -96,7 +99,8 @@ def to_change(settings: Sequence[KnobSetting], calibration: Calibration) -> Chan
     return Change(flags, ubatch, load)
 
 
-def _scenario(calibration: Calibration, seed: int, change: Change | None) -> Scenario:
+def _scenario(calibration: Calibration, seed: int, change: Change | None, clients: int | None = None) -> Scenario:
+    """The twin's scenario: the recorded arrivals replayed, or (``clients``) that many closed-loop clients."""
     flags = dict(calibration.flags)
     cost = calibration.costs.cost_model(calibration.engine)
     load = 1.0
@@ -107,22 +111,26 @@ def _scenario(calibration: Calibration, seed: int, change: Change | None) -> Sce
             cost = replace(cost, ubatch_tokens=change.ubatch_tokens)
     build = Build.V1_0_13 if calibration.profile == "radiance-1.0.13" else Build.V1_8_3
     parse_config(flags, EngineConfig(build=build))
-    workload = trace_workload(calibration.traffic.trace(seed, load))
+    trace = calibration.traffic.trace(seed, load)
+    workload = trace_workload(trace) if clients is None else clients_workload(trace, max(1, round(clients * load)))
     return Scenario("whatif", "the twin of a recording", (Segment(1.0, build, flags, workload),),
-                    restart_down_seconds=0.0, cost=cost, residency=calibration.residency)
+                    restart_down_seconds=0.0, cost=cost, residency=calibration.residency,
+                    admission=calibration.admission)
 
 
-def run_twin(calibration: Calibration, seed: int, change: Change | None = None) -> SimResult:
+def run_twin(calibration: Calibration, seed: int, change: Change | None = None,
+             clients: int | None = None) -> SimResult:
     """One seed of the twin over the recording's window, with ``change`` or without."""
-    spec = _scenario(calibration, seed, change)
+    spec = _scenario(calibration, seed, change, clients)
     return simulate_scenario(spec, duration_seconds=max(calibration.window_seconds, 1.0), seed=seed,
                              scrape_interval_seconds=calibration.scrape_interval_seconds,
                              profile=calibration.sim_profile)
 
 
-def simulate_twin(calibration: Calibration, seed: int, change: Change | None = None) -> WindowFigures:
+def simulate_twin(calibration: Calibration, seed: int, change: Change | None = None,
+                  clients: int | None = None) -> WindowFigures:
     """One seed of the twin (with ``change`` or without), measured on the recording's edges."""
-    return twin_figures(calibration, run_twin(calibration, seed, change))
+    return twin_figures(calibration, run_twin(calibration, seed, change, clients))
 
 
 def twin_figures(calibration: Calibration, result: SimResult) -> WindowFigures:
@@ -249,14 +257,18 @@ class CalibratedTwin:
                                      length_histograms(recording, self.read, instance),
                                      config_labels(recording, instance), length_pairs(endpoint, self.read.rows),
                                      ttft_sums(endpoint, self.read.rows))
-        self._now: list[WindowFigures] | None = None
+        self._now: dict[int | None, list[WindowFigures]] = {}
 
     @property
     def now(self) -> list[WindowFigures]:
         """The twin over the recording's window without a change, once per seed (run on first use)."""
-        if self._now is None:
-            self._now = [simulate_twin(self.calibration, seed) for seed in range(self.seeds)]
-        return self._now
+        return self.now_as(None)
+
+    def now_as(self, clients: int | None) -> list[WindowFigures]:
+        """:attr:`now`, replaying the recorded arrivals (None) or as ``clients`` closed-loop clients."""
+        if clients not in self._now:
+            self._now[clients] = [simulate_twin(self.calibration, seed, None, clients) for seed in range(self.seeds)]
+        return self._now[clients]
 
     def predict(self, sets: Sequence[str], bound: float = DEFAULT_BOUND) -> WhatIfResult:
         """The calibration error, and the change predicted (or refused beyond ``bound``)."""
@@ -266,20 +278,23 @@ class CalibratedTwin:
             raise UsageError("give at least one --set KNOB=VALUE")
         change = to_change(settings, calibration)
         _scenario(calibration, 0, change)  # refuses a bad value before any simulation runs
-        now = self.now
+        clients = clients_for(read, observed, settings)
+        now = self.now_as(clients)
         errors = calibration_errors(observed, now)
         worst = {k: v for k, v in errors.items() if k in BOUNDED and abs(v) > bound}
-        refused = capacity_refusal(read, observed, settings)
+        refused: str | None = None
         if worst:
             refused = ("calibration error beyond the bound of {:.0%}: ".format(bound)
                        + ", ".join(f"{k} {v:+.0%}" for k, v in worst.items())
                        + "; the twin does not reproduce this recording, so it predicts nothing about a change")
-        after = [] if refused else [simulate_twin(calibration, seed, change) for seed in range(seeds)]
-        figures = predict_figures(observed, now, after) if not refused else ()
-        buckets = _buckets(observed, now, after) if not refused else ()
+        after = [] if refused else [simulate_twin(calibration, seed, change, clients) for seed in range(seeds)]
+        figures = withhold_batch_figures(calibration, after, predict_figures(observed, now, after)) if not refused else ()
+        withheld = any(f.basis.startswith("withheld") for f in figures)  # the buckets are per-stream decode too
+        buckets = _buckets(observed, now, after) if not refused and not withheld else ()
         return WhatIfResult(self.source, calibration, tuple(settings), change.flags,
                             change.ubatch_tokens, change.load, seeds, bound, errors, refused, figures, buckets,
-                            extrapolation_warnings(calibration, after) + closed_loop_warning(read, refused)
+                            ((clients_note(read, clients),) if clients is not None else ())
+                            + extrapolation_warnings(calibration, after) + closed_loop_warning(read, refused, clients)
                             + preemption_gap_warning(read, refused),
                             () if refused else chunk_remarks(calibration, change))
 
@@ -329,58 +344,38 @@ def preemption_gap_warning(read: ShapeRead, refused: str | None) -> tuple[str, .
             "p99 or stalled share: their predictions here are not evidence",)
 
 
-def closed_population(read: ShapeRead) -> tuple[float, float] | None:
-    """``(level, share)`` where running + waiting holds within 1 of its median ``level`` in ``share`` >=
-    :data:`CLOSED_LOOP_HELD` of the scrapes (clients that send the next request when one ends); else None."""
-    s = read.signals
-    running, waiting = s.gauge(Signal.RUNNING), s.gauge(Signal.WAITING)
-    if running is None or waiting is None:
+def _extrapolated_batch(calibration: Calibration, after: Sequence[WindowFigures]) -> float | None:
+    """The change's mean running where it lies outside the range the step costs were fitted over, else None."""
+    running = _spread([w.get("running_mean") for w in after]).median
+    low, high = calibration.costs.running_range
+    if not (math.isfinite(running) and math.isfinite(low)):
         return None
-    inside = (running + waiting)[np.isfinite(running) & np.isfinite(waiting)]
-    inside = inside[inside > 0]
-    if inside.size < CLOSED_LOOP_MIN_SCRAPES:
-        return None
-    level = float(np.median(inside))
-    held = float(np.mean(np.abs(inside - level) <= 1.0))
-    return (level, held) if level >= 2 and held >= CLOSED_LOOP_HELD else None
-
-
-def closed_loop_warning(read: ShapeRead, refused: str | None) -> tuple[str, ...]:
-    """Where the requests in the engine (running + waiting) hold near one number, clients likely send the next
-    request when one ends: the twin replays the recorded arrivals, so it cannot raise the request rate."""
-    loop = None if refused else closed_population(read)
-    if loop is None:
-        return ()
-    return (f"closed loop likely: running + waiting held at {loop[0]:.0f} +-1 in {loop[1]:.0%} of the scrapes, as "
-            "when clients send the next request when one ends; the twin replays the recorded arrivals, so a change "
-            "that shortens the wait is predicted at the recorded request rate (running and throughput after it are "
-            "lower bounds, TTFT an upper one)",)
-
-
-def capacity_refusal(read: ShapeRead, observed: WindowFigures, settings: Sequence[KnobSetting]) -> str | None:
-    """A change of admission room (KV pool, batch bound) on a closed population with a standing queue: refused."""
-    flags = [s.spelling for s in settings if s.spelling in CAPACITY_FLAGS or s.knob is Knob.MAX_NUM_SEQS]
-    waiting = observed.get("waiting_mean")
-    loop = closed_population(read) if flags and math.isfinite(waiting) and waiting >= 1.0 else None
-    if loop is None:
-        return None
-    return (f"{flags[0]}: the recording looks like a closed population (running + waiting held at {loop[0]:.0f} in "
-            f"{loop[1]:.0%} of the scrapes) with a standing queue ({waiting:.1f} waiting on average): a change of "
-            "admission room lets the waiting clients in and they send their next requests sooner, while the twin "
-            "replays the recorded arrivals and cannot raise the request rate")
+    return None if EXTRAPOLATION_LOW * low <= running <= EXTRAPOLATION_HIGH * high else running
 
 
 def extrapolation_warnings(calibration: Calibration, after: Sequence[WindowFigures]) -> tuple[str, ...]:
     """Where the change takes the batch outside the running range the step costs were fitted over."""
     costs = calibration.costs
-    running = _spread([w.get("running_mean") for w in after]).median
+    running = _extrapolated_batch(calibration, after)
+    if running is None:
+        return ()
     low, high = costs.running_range
-    if not (math.isfinite(running) and math.isfinite(low)):
-        return ()
-    if EXTRAPOLATION_LOW * low <= running <= EXTRAPOLATION_HIGH * high:
-        return ()
-    how = ("running barely varied there, so how a step grows with the batch is unknown (held flat)"
-           if not costs.per_row_identified else
-           f"the per-row cost ({costs.per_row_seconds * 1e6:.3g} us) was fitted over that range only")
+    if not costs.per_row_identified:
+        return (f"extrapolated: the change runs about {running:.0f} sequences, the recording {low:.0f}-{high:.0f}; "
+                "running barely varied there, so how a step grows with the batch is unknown: the per-stream decode, "
+                "decode throughput and ITL figures are withheld (a twin holding the step flat would predict them "
+                "unchanged by the batch)",)
     return (f"extrapolated: the change runs about {running:.0f} sequences, the recording {low:.0f}-{high:.0f}; "
-            f"{how}: the per-stream decode and ITL predicted here may leave out the batch's own cost",)
+            f"the per-row cost ({costs.per_row_seconds * 1e6:.3g} us) was fitted over that range only: the "
+            "per-stream decode and ITL predicted here may leave out the batch's own cost",)
+
+
+def withhold_batch_figures(calibration: Calibration, after: Sequence[WindowFigures],
+                           figures: tuple[FigurePrediction, ...]) -> tuple[FigurePrediction, ...]:
+    """Where the batch leaves the fitted range and no per-row cost was identified, the figures a step's growth
+    with the batch moves are withheld (predicted NaN, the reason in ``basis``): the twin held the step flat."""
+    if calibration.costs.per_row_identified or _extrapolated_batch(calibration, after) is None:
+        return figures
+    nan = Spread(math.nan, math.nan, math.nan)
+    why = "withheld: the batch leaves the fitted range and the per-row step cost is unknown"
+    return tuple(replace(f, predicted=nan, basis=why) if f.name in BATCH_FIGURES else f for f in figures)

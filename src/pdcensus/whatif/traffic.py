@@ -300,6 +300,13 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
     t = s.times - s.times[0]
     window = float(t[-1]) if t.size > 1 else 0.0
     prompt = _work(read, Signal.PROMPT_TOKENS, s.prefill_tokens_per_second)
+    progress = s.prefill_progress
+    if s.rates_from_counters and progress is not None and progress.reprefill_tokens_per_second is not None:
+        # the census's signal carries its estimate of re-prefill after preemptions, which the twin runs itself
+        # where it preempts: new prompts' work is the rest (traffic counted twice made the twin's prompts 1.33x
+        # the live preemption run's 200 tokens)
+        dt = np.nan_to_num(s.interval_seconds, nan=0.0)
+        prompt = np.maximum(0.0, prompt - np.nan_to_num(progress.reprefill_tokens_per_second) * dt)
     generated = _work(read, Signal.GENERATION_TOKENS, s.decode_tokens_per_second)
     counts, basis = _request_counts(read)
     if counts is None:
