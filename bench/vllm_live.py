@@ -98,6 +98,10 @@ SCENARIOS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "holdout-mixed": (("--num-gpu-blocks-override", "40", "--max-model-len", "4096"),
                       {"decoders": 6, "decoder_prompt_tokens": 300, "max_tokens": 600, "prompt_tokens": 1200,
                        "prompt_max_tokens": 4, "prompt_gap_seconds": 4.0, "seed": 20}),
+    # ... and a batch bound the decoders fill, so each long prompt waits for a slot before it prefills
+    "holdout-seqs": (BASE_ARGS + ("--max-num-seqs", "4"),
+                     {"decoders": 4, "decoder_prompt_tokens": 64, "max_tokens": 500, "prompt_tokens": 2000,
+                      "prompt_max_tokens": 8, "prompt_gap_seconds": 2.0, "seed": 21}),
     "holdout-preemption": (("--num-gpu-blocks-override", "20", "--max-model-len", "2048",
                             "--max-num-batched-tokens", "1024"),
                            {"decoders": 8, "decoder_prompt_tokens": 400, "max_tokens": 700, "phases": (), "seed": 12}),
