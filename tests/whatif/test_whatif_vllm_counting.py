@@ -15,7 +15,7 @@ from pdcensus.whatif.arrivals import split_wait
 from pdcensus.whatif.lengths import expected_length, pair_counts
 from pdcensus.whatif.knobs import parse_knobs
 from pdcensus.whatif.measure import _median_pace, measure, read_window, span_rates, stalled_share
-from pdcensus.whatif.population import clients_for, clients_note, closed_loop_warning
+from pdcensus.whatif.population import clients_for, clients_note, closed_loop_warning, closed_population
 from pdcensus.whatif.run import preemption_gap_warning
 from pdcensus.whatif.traffic import Traffic
 
@@ -120,14 +120,14 @@ def _gauges(running: list[float], waiting: list[float], preemptions: list[float]
 def test_a_closed_population_of_clients_is_said_and_open_arrivals_are_not() -> None:
     # ten clients back to back: running + waiting stays at 10 whatever the split
     closed = _gauges([3.0 + (i % 2) for i in range(60)], [7.0 - (i % 2) for i in range(60)])
-    (line,) = closed_loop_warning(closed, None)
+    (line,) = closed_loop_warning(closed_population(closed), None)
     assert "held at 10" in line and "lower bounds" in line
-    assert closed_loop_warning(closed, "refused") == ()
+    assert closed_loop_warning(closed_population(closed), "refused") == ()
     # open arrivals around the same mean: the count wanders (Poisson, sd ~3)
     rng = np.random.default_rng(0)
     inside = rng.poisson(10.0, 60).astype(float)
     running = np.minimum(inside, 4.0)
-    assert closed_loop_warning(_gauges(list(running), list(inside - running)), None) == ()
+    assert closed_loop_warning(closed_population(_gauges(list(running), list(inside - running))), None) == ()
 
 
 def test_counted_preemptions_say_the_twins_inter_token_figures_leave_the_resumed_wait_out() -> None:
@@ -151,11 +151,13 @@ def test_a_change_of_admission_room_on_a_closed_population_with_a_queue_runs_the
     closed = _gauges([3.0 + (i % 2) for i in range(60)], [7.0 - (i % 2) for i in range(60)])
     observed = measure(closed)
     for knob in ("--num-gpu-blocks-override=48", "--max-num-seqs=4"):
-        assert clients_for(closed, observed, parse_knobs([knob], "vllm")) == 10
-    assert "twin as 10 closed-loop clients" in clients_note(closed, 10)
+        assert clients_for(closed_population(closed), observed, parse_knobs([knob], "vllm")) == 10
+    assert "twin as 10 closed-loop clients" in clients_note(closed_population(closed), 10)
     # the twin that runs as clients says so, and not that it replays the recorded arrivals
-    assert closed_loop_warning(closed, None, 10) == ()
+    assert closed_loop_warning(closed_population(closed), None, 10) == ()
     # a chunk knob is not admission room; without a queue there is nobody to let in
-    assert clients_for(closed, observed, parse_knobs(["--max-num-batched-tokens=512"], "vllm")) is None
+    chunk_knob = parse_knobs(["--max-num-batched-tokens=512"], "vllm")
+    assert clients_for(closed_population(closed), observed, chunk_knob) is None
     no_queue = _gauges([10.0] * 60, [0.0] * 60)
-    assert clients_for(no_queue, measure(no_queue), parse_knobs(["--max-num-seqs=4"], "vllm")) is None
+    seqs_knob = parse_knobs(["--max-num-seqs=4"], "vllm")
+    assert clients_for(closed_population(no_queue), measure(no_queue), seqs_knob) is None

@@ -115,7 +115,7 @@ def check_recommendation(twin: Callable[[], CalibratedTwin], rec: Recommendation
         return TwinCheck(setting, "closed-form", f"the twin was refused: {result.refused}", refused=result.refused,
                          calibration_error=errors, seeds=seeds)
     rows = twin_rows(rec, result)
-    withheld = next((f.basis for f in result.figures if f.basis.startswith("withheld")), None)
+    withheld = next((f.basis for f in result.figures if f.withheld), None)
     if not rows and withheld is not None:
         return TwinCheck(setting, "closed-form", f"the twin's per-stream figures are {withheld}",
                          calibration_error=errors, seeds=seeds)

@@ -28,6 +28,9 @@ BOUNDED: tuple[str, ...] = ("per_stream_idle_tokens_per_second", "per_stream_bus
                             "decode_tokens_per_second")
 
 
+WITHHELD = "withheld"  # the first word of a figure's basis where it is not predicted
+
+
 @dataclass(frozen=True)
 class Spread:
     """A median over seeds and the range ``[low, high]`` around it."""
@@ -45,6 +48,11 @@ class FigurePrediction:
     twin_after: Spread
     predicted: Spread
     basis: str
+
+    @property
+    def withheld(self) -> bool:
+        """Not predicted, for the reason in ``basis`` (:func:`pdcensus.whatif.run.withhold_batch_figures`)."""
+        return self.basis.startswith(WITHHELD)
 
     @property
     def change(self) -> float:

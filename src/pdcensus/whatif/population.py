@@ -26,9 +26,10 @@ CAPACITY_FLAGS = frozenset({"--num-gpu-blocks-override", "--kv-cache-memory-byte
 # running + waiting within 1 of its median in this share of the (at least this many) scrapes: a closed population
 CLOSED_LOOP_HELD, CLOSED_LOOP_MIN_SCRAPES = 0.9, 30
 STANDING_QUEUE = 1.0  # mean waiting requests from which a change of admission room lets clients in
+Loop = tuple[float, float]  # (level, share of the scrapes held within 1 of it): closed_population's answer
 
 
-def closed_population(read: ShapeRead) -> tuple[float, float] | None:
+def closed_population(read: ShapeRead) -> Loop | None:
     """``(level, share)`` where running + waiting holds within 1 of its median ``level`` in ``share`` >=
     :data:`CLOSED_LOOP_HELD` of the scrapes (clients that send the next request when one ends); else None."""
     s = read.signals
@@ -44,35 +45,34 @@ def closed_population(read: ShapeRead) -> tuple[float, float] | None:
     return (level, held) if level >= 2 and held >= CLOSED_LOOP_HELD else None
 
 
-def capacity_flags(settings: Sequence[KnobSetting]) -> list[str]:
-    """The settings that change admission room (the KV pool, the batch bound), in their spelling."""
-    return [s.spelling for s in settings if s.spelling in CAPACITY_FLAGS or s.knob is Knob.MAX_NUM_SEQS]
+def changes_admission_room(settings: Sequence[KnobSetting]) -> bool:
+    """Whether a setting changes admission room (the KV pool, the batch bound)."""
+    return any(s.spelling in CAPACITY_FLAGS or s.knob is Knob.MAX_NUM_SEQS for s in settings)
 
 
-def clients_for(read: ShapeRead, observed: WindowFigures, settings: Sequence[KnobSetting]) -> int | None:
-    """The clients the twin runs as for this change: the population's level where the change is admission room
-    on a closed population with a standing queue; else None (the recorded arrivals are replayed)."""
+def clients_for(loop: Loop | None, observed: WindowFigures, settings: Sequence[KnobSetting]) -> int | None:
+    """The clients the twin runs as for this change: the population's level (``loop``, from
+    :func:`closed_population`) where the change is admission room on a closed population with a standing queue;
+    else None (the recorded arrivals are replayed)."""
     waiting = observed.get("waiting_mean")
-    if not capacity_flags(settings) or not (math.isfinite(waiting) and waiting >= STANDING_QUEUE):
+    if loop is None or not changes_admission_room(settings) or not (math.isfinite(waiting)
+                                                                    and waiting >= STANDING_QUEUE):
         return None
-    loop = closed_population(read)
-    return max(1, round(loop[0])) if loop is not None else None
+    return max(1, round(loop[0]))
 
 
-def clients_note(read: ShapeRead, clients: int) -> str:
+def clients_note(loop: Loop | None, clients: int) -> str:
     """What the twin is, said where it runs as clients."""
-    loop = closed_population(read)
     held = f" in {loop[1]:.0%} of the scrapes" if loop is not None else ""
     return (f"twin as {clients} closed-loop clients: running + waiting held at {clients}{held} with a standing "
             "queue, so each client sends the next recorded request when its last one ends (no think time), and a "
             "change of admission room brings the next requests sooner; the recorded arrival instants are not used")
 
 
-def closed_loop_warning(read: ShapeRead, refused: str | None, clients: int | None = None) -> tuple[str, ...]:
-    """Where the requests in the engine (running + waiting) hold near one number, clients likely send the next
-    request when one ends: a twin that replays the recorded arrivals cannot raise the request rate."""
-    loop = None if refused or clients is not None else closed_population(read)
-    if loop is None:
+def closed_loop_warning(loop: Loop | None, refused: str | None, clients: int | None = None) -> tuple[str, ...]:
+    """Where the requests in the engine (running + waiting) hold near one number (``loop``), clients likely send
+    the next request when one ends: a twin that replays the recorded arrivals cannot raise the request rate."""
+    if loop is None or refused or clients is not None:
         return ()
     return (f"closed loop likely: running + waiting held at {loop[0]:.0f} +-1 in {loop[1]:.0%} of the scrapes, as "
             "when clients send the next request when one ends; the twin replays the recorded arrivals, so a change "

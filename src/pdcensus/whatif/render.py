@@ -117,7 +117,7 @@ def render(result: WhatIfResult, console: Console) -> None:
         pred.add_column(col, justify="left" if col == "figure" else "right")
     for f in result.figures:
         if not math.isfinite(f.predicted.median):
-            if f.basis.startswith("withheld") and math.isfinite(f.observed):
+            if f.withheld and math.isfinite(f.observed):
                 pred.add_row(LABELS.get(f.name, f.name), _num(f.observed), "withheld", "-")
             continue
         twin_only = not math.isfinite(f.observed)  # the recording has no such figure: the twin's own value

@@ -40,8 +40,8 @@ from pdcensus.whatif.lengths import length_pairs
 from pdcensus.whatif.llamacpp_view import as_llamacpp
 from pdcensus.whatif.measure import FIGURES, WindowFigures, choose_endpoint, measure, read_window
 from pdcensus.whatif.vllm_knobs import vllm_change
-from pdcensus.whatif.population import clients_for, clients_note, closed_loop_warning
-from pdcensus.whatif.model import BOUNDED, BucketPrediction, FigurePrediction, Spread, WhatIfResult
+from pdcensus.whatif.population import clients_for, clients_note, closed_loop_warning, closed_population
+from pdcensus.whatif.model import BOUNDED, WITHHELD, BucketPrediction, FigurePrediction, Spread, WhatIfResult
 
 TOKENS_PREDICTED = "llamacpp:tokens_predicted_total"
 CACHE_CONFIG_INFO = "vllm:cache_config_info"
@@ -278,7 +278,8 @@ class CalibratedTwin:
             raise UsageError("give at least one --set KNOB=VALUE")
         change = to_change(settings, calibration)
         _scenario(calibration, 0, change)  # refuses a bad value before any simulation runs
-        clients = clients_for(read, observed, settings)
+        loop = closed_population(read)
+        clients = clients_for(loop, observed, settings)
         now = self.now_as(clients)
         errors = calibration_errors(observed, now)
         worst = {k: v for k, v in errors.items() if k in BOUNDED and abs(v) > bound}
@@ -289,12 +290,12 @@ class CalibratedTwin:
                        + "; the twin does not reproduce this recording, so it predicts nothing about a change")
         after = [] if refused else [simulate_twin(calibration, seed, change, clients) for seed in range(seeds)]
         figures = withhold_batch_figures(calibration, after, predict_figures(observed, now, after)) if not refused else ()
-        withheld = any(f.basis.startswith("withheld") for f in figures)  # the buckets are per-stream decode too
+        withheld = any(f.withheld for f in figures)  # the buckets are per-stream decode too
         buckets = _buckets(observed, now, after) if not refused and not withheld else ()
         return WhatIfResult(self.source, calibration, tuple(settings), change.flags,
                             change.ubatch_tokens, change.load, seeds, bound, errors, refused, figures, buckets,
-                            ((clients_note(read, clients),) if clients is not None else ())
-                            + extrapolation_warnings(calibration, after) + closed_loop_warning(read, refused, clients)
+                            ((clients_note(loop, clients),) if clients is not None else ())
+                            + extrapolation_warnings(calibration, after) + closed_loop_warning(loop, refused, clients)
                             + preemption_gap_warning(read, refused),
                             () if refused else chunk_remarks(calibration, change))
 
@@ -377,5 +378,5 @@ def withhold_batch_figures(calibration: Calibration, after: Sequence[WindowFigur
     if calibration.costs.per_row_identified or _extrapolated_batch(calibration, after) is None:
         return figures
     nan = Spread(math.nan, math.nan, math.nan)
-    why = "withheld: the batch leaves the fitted range and the per-row step cost is unknown"
+    why = f"{WITHHELD}: the batch leaves the fitted range and the per-row step cost is unknown"
     return tuple(replace(f, predicted=nan, basis=why) if f.name in BATCH_FIGURES else f for f in figures)
