@@ -87,3 +87,24 @@ def test_a_trace_becomes_clients_that_drop_its_arrival_instants_and_its_standing
     assert workload.streams == () and workload.scaled(2.0).clients == Clients(8, ((200, 30), (300, 40)))
     scaled = workload.scaled(0.5).clients
     assert scaled is not None and scaled.count == 2
+
+
+def _queries_at_admission_and_step_end(admission: KvAdmission) -> tuple[float, float]:
+    """(prefix-cache queries counted while the 4,000-token prompt's first step runs, once that step ended)."""
+    engine = Engine(parse_config({"--max-num-batched-tokens": "1024"}), admission=admission)
+    engine.submit(Request(0.0, 4000, 4))
+    t = 0.0
+    while engine.prefilling is None and t < 1.0:
+        t += 1e-4
+        engine.advance_until(t)
+    run = engine.run
+    assert engine.prefilling is not None and run is not None  # admitted, its first chunk step in flight
+    during = engine.metrics.prefix_cache_queries
+    engine.advance_until(run.start_seconds + run.step_seconds * 1.001)
+    return during, engine.metrics.prefix_cache_queries
+
+
+def test_a_vllm_twin_publishes_the_admissions_lookup_when_the_admitting_step_ends() -> None:
+    # vLLM records the lookup in schedule() and publishes it with the step's stats after the model ran
+    assert _queries_at_admission_and_step_end(VLLM_ADMISSION) == (0, 4000)
+    assert _queries_at_admission_and_step_end(KvAdmission()) == (4000, 4000)  # radiance counts it at admission

@@ -12,7 +12,7 @@ from pdcensus.census.signals import Histogram
 from pdcensus.series.model import RecordingBuilder, SeriesKey
 from pdcensus.series.vllm_steps import step_spans
 from pdcensus.whatif.arrivals import split_wait
-from pdcensus.whatif.lengths import expected_length, pair_counts
+from pdcensus.whatif.lengths import Finished, expected_length, pair_counts, unfinished_slots
 from pdcensus.whatif.knobs import parse_knobs
 from pdcensus.whatif.measure import _median_pace, measure, read_window, span_rates, stalled_share
 from pdcensus.whatif.population import clients_for, clients_note, closed_loop_warning, closed_population
@@ -161,3 +161,32 @@ def test_a_change_of_admission_room_on_a_closed_population_with_a_queue_runs_the
     no_queue = _gauges([10.0] * 60, [0.0] * 60)
     seqs_knob = parse_knobs(["--max-num-seqs=4"], "vllm")
     assert clients_for(closed_population(no_queue), measure(no_queue), seqs_knob) is None
+
+
+def test_requests_that_outlive_the_window_are_the_first_tokens_no_finished_request_claims() -> None:
+    # the live holdout-wide shape: 8 decoders start at 2 s and never finish (600 tokens at ~5 tok/s in 150 s);
+    # 2,500-token prompts writing 24 tokens get their first token at 36, 56 and 76 s and finish ~5 s later
+    outputs = ((20.0, 0.0), (50.0, 3.0))
+    finished = Finished(3.0, 24.0, 7500.0, ((41.0, 50.0, 1.0), (61.0, 50.0, 1.0), (81.0, 50.0, 1.0)))
+    first = ((2.0, 8), (36.0, 1), (56.0, 1), (76.0, 1))
+    # a finished request's first token: its output (35 drawn x 24 / 35) x 0.2 s before it finished
+    assert unfinished_slots(first, finished, outputs, 24.0 / 35.0, 0.2, 8) == (8, 0, 0, 0)
+    # a request that finished at 41 s after 400 tokens (500 drawn x 0.8) at 0.5 s a token began 159 s before the
+    # window: it claims nothing, unless more would be left open than started less finished
+    before = Finished(1.0, 400.0, 32.0, ((41.0, 1000.0, 1.0),))
+    assert unfinished_slots(((2.0, 2),), before, ((1000.0, 1.0),), 0.8, 0.5, 2) == (2,)
+    assert unfinished_slots(((2.0, 2),), before, ((1000.0, 1.0),), 0.8, 0.5, 1) == (1,)
+    # the trace gives each such slot a prompt of the tokens the finished ones leave over and an output that
+    # outlives the window; the finished ones keep their finished outputs
+    traffic = Traffic(150.0, (0.0,), (150.0,), (11.0,), (7756.0,), 32.0, 2500.0, 24.0, "TTFT histogram count",
+                      prompt_lengths=((50.0, 0.0), (5000.0, 3.0)), output_lengths=outputs,
+                      length_pairs=((5000.0, 50.0, 3.0),), output_scale=24.0 / 35.0,
+                      first_tokens=((1.0, 2.0, 8, 256.0, (0.01,) * 8), (35.0, 36.0, 1, 2500.0, (17.0,)),
+                                    (55.0, 56.0, 1, 2500.0, (17.0,)), (75.0, 76.0, 1, 2500.0, (17.0,))),
+                      open_requests=8.0, open_prompt_tokens=32.0, open_output_tokens=7000,
+                      open_by_interval=(8, 0, 0, 0))
+    trace = traffic.trace(0)
+    decoders = [r for r in trace if r.arrival_seconds < 5.0]
+    assert len(decoders) == 8 and all(r.output_tokens == 7000 for r in decoders)
+    assert sum(r.prompt_tokens for r in decoders) == pytest.approx(256, abs=8)
+    assert all(14 <= r.output_tokens <= 35 for r in trace if r.arrival_seconds >= 5.0)

@@ -4,6 +4,7 @@ in one line, the twin speaks vLLM's spelling only, and a chunk change says which
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 
 import pytest
@@ -92,7 +93,12 @@ def test_a_halved_budget_on_a_real_run_says_which_prompts_it_cuts_and_shows_no_o
     text = out.getvalue()
     assert "twin flags (vLLM's spelling): --max-num-seqs 16 --max-num-batched-tokens 8192" in text
     assert "--checkpoint-interval" not in text and "--busy-prefill-chunk" not in text and "why: " in text
-    assert result.to_dict()["calibration"]["engine_flags"] == {"--max-num-seqs": "16", "--max-num-batched-tokens": "8192"}
+    out_json = result.to_dict()
+    assert out_json["calibration"]["flags"] == {"--max-num-seqs": "16", "--max-num-batched-tokens": "8192"}
+    # the JSON speaks vLLM too: no radiance flag in the calibration, its sources or the change
+    flat = json.dumps({k: out_json[k] for k in ("calibration", "change")})
+    assert "--checkpoint-interval" not in flat and "--busy-prefill-chunk" not in flat
+    assert out_json["change"]["twin_flags"] == {"--max-num-batched-tokens": "4096"}
 
 
 def test_prompt_work_where_no_request_finished_borrows_one_and_the_window_keeps_its_request_count() -> None:

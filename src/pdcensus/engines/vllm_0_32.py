@@ -177,7 +177,12 @@ TWIN_REFUSED: dict[str, str] = {
 # (v1/core/kv_cache_manager.py l. 255-262, v1/metrics/stats.py l. 138-151: counted as preempted_hits).
 # A request holds ceil(tokens / block_size) blocks (v1/core/single_type_kv_cache_manager.py,
 # get_num_blocks_to_allocate), so its last block is on average half empty.
-KV_RULES = KvRules(watermark_share=0.0, resume_from_prefix_cache=True, partial_block_share=0.5)
+# The admission's prefix-cache lookup is recorded in schedule() (v1/core/sched/scheduler.py l. 1314-1318,
+# record_prefix_cache_stats) and published by make_stats() (l. 2925) from update_from_output() (l. 2409), which
+# EngineCore.step() calls after the model ran (v1/engine/core.py l. 667-682): prefix_cache_queries moves when the
+# admitting step ends, one step after the prompt's first chunk began.
+KV_RULES = KvRules(watermark_share=0.0, resume_from_prefix_cache=True, partial_block_share=0.5,
+                   lookup_at_step_end=True)
 
 
 RELEASE = EngineRelease(

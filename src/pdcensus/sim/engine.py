@@ -96,6 +96,7 @@ class Engine(RequestLifecycle):
         self.prefilling: Sequence | None = None
         self.held_remaining = 0
         self.preempted_waiting = 0
+        self.pending_lookup = (0, 0)  # prefix-cache (queries, hits) the next completed step publishes
         self.run: Run | None = None
         self.finish_hooks: list[FinishHook] = []
         self.run_watchers: list[RunWatcher] = []
@@ -192,6 +193,10 @@ class Engine(RequestLifecycle):
             # ---- n steps complete ----
             decoding, chunk, held = run.decoders, run.prefill_tokens, run.held
             seconds = n * dt
+            if self.pending_lookup[0]:
+                m.prefix_cache_queries += self.pending_lookup[0]
+                m.prefix_cache_hits += self.pending_lookup[1]
+                self.pending_lookup = (0, 0)
             m.steps += n
             m.step_seconds += seconds
             if feeds_tallies:

@@ -44,6 +44,7 @@ class RequestLifecycle:
     waiting: deque[Sequence]
     prefilling: Sequence | None
     preempted_waiting: int
+    pending_lookup: tuple[int, int]
     finish_hooks: list[FinishHook]
     _handles: dict[int, RequestHandle]
     _completions: list[tuple[int, int, int, Sequence]]
@@ -111,8 +112,11 @@ class RequestLifecycle:
             seq.admitted_seconds = now
             m = self.metrics
             m.queue_wait.observe(now - request.arrival_seconds)
-            m.prefix_cache_queries += request.prompt_tokens
-            m.prefix_cache_hits += start
+            if self.admission.queries_at_step_end:
+                self.pending_lookup = (self.pending_lookup[0] + request.prompt_tokens, self.pending_lookup[1] + start)
+            else:
+                m.prefix_cache_queries += request.prompt_tokens
+                m.prefix_cache_hits += start
         kv.static_tokens += end
         self.prefilling = seq
         if end - start > self.config.checkpoint_interval:

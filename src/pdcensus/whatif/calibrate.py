@@ -39,6 +39,7 @@ from pdcensus.sim.scheduler import KvAdmission
 from pdcensus.sources.vllm_build import vllm_build
 from pdcensus.whatif.knobs import Knob, engine_family, knobs_from_argv, radiance_flags_from_argv
 from pdcensus.whatif.measure import WindowFigures
+from pdcensus.whatif.lengths import Finished
 from pdcensus.whatif.traffic import Traffic, fit_traffic
 from pdcensus.whatif.vllm_knobs import SIM_BLOCKS, SIM_BUSY, THRESHOLD, chunk_flags
 from pdcensus.whatif.vllm_knobs import argv_flags as vllm_argv_flags
@@ -112,7 +113,8 @@ class Calibration:
             return KvAdmission()
         return KvAdmission(watermark_share=rules.watermark_share, headroom_steps=0,
                            resume_from_prefix_cache=rules.resume_from_prefix_cache,
-                           partial_block_share=rules.partial_block_share)
+                           partial_block_share=rules.partial_block_share,
+                           queries_at_step_end=rules.lookup_at_step_end)
 
 
 def _decode_fit(read: ShapeRead, idle_threshold: float) -> tuple[float, float, float, int, bool, tuple[float, float]]:
@@ -292,11 +294,12 @@ def calibrate(read: ShapeRead, report: CensusReport, observed: WindowFigures, ar
               mean_prompt_tokens: float | None = None, completed_tokens: np.ndarray | None = None,
               lengths: tuple[tuple[tuple[float, float], ...], tuple[tuple[float, float], ...]] = ((), ()),
               labels: Mapping[str, str] | None = None,
-              pairs: tuple[tuple[float, float, float], ...] = (), waits: np.ndarray | None = None) -> Calibration:
+              pairs: tuple[tuple[float, float, float], ...] = (), waits: np.ndarray | None = None,
+              finished: Finished | None = None) -> Calibration:
     """The twin of the window ``read``: costs, traffic and flags (raises DataError where it cannot)."""
     engine = engine_family(read.detection.profile.engine)
     flags, sources, knobs = sim_flags(engine, argv, read, labels)
-    traffic = fit_traffic(read, mean_prompt_tokens, completed_tokens, lengths, pairs, waits)
+    traffic = fit_traffic(read, mean_prompt_tokens, completed_tokens, lengths, pairs, waits, finished)
     costs = fit_step_costs(read, report, observed, engine, ubatch_of(engine, knobs), traffic)
     notes = list(traffic.notes)
     rules = record(engine)

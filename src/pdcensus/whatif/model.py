@@ -85,6 +85,19 @@ def engine_flags(c: Calibration) -> dict[str, str]:
     return dict(vllm_spelling(c.flags, c.flag_sources)[0])
 
 
+def _spoken(flags: dict[str, str], sources: dict[str, str]) -> dict[str, str]:
+    from pdcensus.whatif.vllm_knobs import vllm_spelling
+
+    return dict(vllm_spelling(flags, sources)[0])
+
+
+def _twin_notes(c: Calibration) -> list[str]:
+    """The twin's own settings that have no spelling in the engine's flags, as notes."""
+    from pdcensus.whatif.vllm_knobs import vllm_spelling
+
+    return vllm_spelling(c.flags, c.flag_sources)[1]
+
+
 @dataclass(frozen=True)
 class WhatIfResult:
     source: str
@@ -109,6 +122,10 @@ class WhatIfResult:
         c = self.calibration
         costs = c.costs
         traffic = c.traffic
+        # a twin whose own flags are another engine's shows the engine's spelling only (the rest in twin_notes)
+        spoken = record(c.engine).twin_maps_every_flag
+        flags = engine_flags(c) if spoken else dict(c.flags)
+        twin_after = _spoken(self.sim_flags, c.flag_sources) if spoken else dict(self.sim_flags)
         return {
             "schema": SCHEMA,
             "source": self.source,
@@ -126,8 +143,8 @@ class WhatIfResult:
                     "standing_decoders": traffic.standing_decoders,
                     "blocks": len(traffic.block_starts),
                 },
-                "flags": dict(c.flags), "flag_sources": dict(c.flag_sources),
-                "engine_flags": engine_flags(c),
+                "flags": flags, "flag_sources": {f: v for f, v in c.flag_sources.items() if f in flags},
+                "twin_notes": _twin_notes(c) if spoken else [],
                 "argv_knobs": {k.value: v for k, v in c.argv_knobs.items()},
                 "observed": plain(c.observed.values),
                 "notes": list(c.notes),
@@ -140,7 +157,7 @@ class WhatIfResult:
             "remarks": list(self.remarks),
             "change": {
                 "set": {s.spelling: s.value for s in self.settings},
-                "twin_flags": dict(self.sim_flags),
+                "twin_flags": twin_after,
                 "twin_ubatch_tokens": self.ubatch_tokens,
                 "load": self.load,
             },

@@ -36,7 +36,7 @@ from pdcensus.sim.scenarios import Scenario, Segment
 from pdcensus.whatif.arrivals import ttft_sums
 from pdcensus.whatif.calibrate import LLAMACPP_DEFAULT_UBATCH, Calibration, calibrate
 from pdcensus.whatif.knobs import Knob, KnobSetting, parse_knobs
-from pdcensus.whatif.lengths import length_pairs
+from pdcensus.whatif.lengths import finished_requests, length_pairs
 from pdcensus.whatif.llamacpp_view import as_llamacpp
 from pdcensus.whatif.measure import FIGURES, WindowFigures, choose_endpoint, measure, read_window
 from pdcensus.whatif.vllm_knobs import vllm_change
@@ -256,7 +256,8 @@ class CalibratedTwin:
                                      completed_tokens(recording, self.read, instance),
                                      length_histograms(recording, self.read, instance),
                                      config_labels(recording, instance), length_pairs(endpoint, self.read.rows),
-                                     ttft_sums(endpoint, self.read.rows))
+                                     ttft_sums(endpoint, self.read.rows),
+                                     finished_requests(endpoint, self.read.rows))
         self._now: dict[int | None, list[WindowFigures]] = {}
 
     @property

@@ -62,7 +62,8 @@ from pdcensus.errors import UsageError
 from pdcensus.series.profiles import Signal
 from pdcensus.sim.fitted import TraceRequest
 from pdcensus.whatif.arrivals import first_tokens, restarts_from
-from pdcensus.whatif.lengths import draw_in_bucket, draw_length, expected_length, long_prompt_size
+from pdcensus.whatif.lengths import (Finished, draw_in_bucket, draw_length, expected_length, long_prompt_size,
+                                     unfinished_slots)
 
 BLOCK_SECONDS = 15.0
 PROMPT_SIGMA = 0.6
@@ -77,6 +78,7 @@ LONG_FACTOR = 3.0  # a block's work per request above this many typical prompts 
 CROSS_TOLERANCE = 0.05  # (a prompt a few tokens longer than the mean would otherwise count as two)
 CANDIDATE_DRAWS = 256  # draws of a block's lengths from the histograms at most; the closest to its prompt work is kept
 CLOSE_ENOUGH = 0.05  # ... or the first within 5 % of it
+MIN_FINISHED = 3  # finished requests whose mean output sizes the twin's outputs (fewer: generated per request)
 RESTART_PROMPT_TOKENS = 16  # a decoding stream's next request: a short prompt
 
 
@@ -113,6 +115,13 @@ class Traffic:
     # histogram-drawn outputs times this: the window's generated tokens per request over the draws' expected mean
     # (a bucket's draws are uniform inside it: 300-token outputs in vLLM's (200, 500] bucket drew 350 on average)
     output_scale: float = 1.0
+    # requests that started in the window and did not finish in it (first tokens less finished requests):
+    # drawn beside the finished pairs by their count, with the prompt tokens the finished ones leave over,
+    # and an output that outlives the window (:mod:`pdcensus.whatif.lengths`)
+    open_requests: float = 0.0
+    open_prompt_tokens: float = 0.0
+    open_output_tokens: int = 0
+    open_by_interval: tuple[int, ...] = ()  # per first_tokens interval, how many did not finish
     # the same for prompts, where the prompt counter counts whole prompts with the requests (vLLM V1): a draw
     # inside the (2000, 5000] bucket is 3,500 on average, a live run's prompts there were 3,000
     prompt_scale: float = 1.0
@@ -137,9 +146,11 @@ class Traffic:
             out += [TraceRequest(rng.uniform(start, end), RESTART_PROMPT_TOKENS, self.restart_output_tokens, "standing")
                     for _ in range(count)]
         if self.first_tokens and self.prompt_lengths:
-            for start, end, count, work, waits in self.first_tokens:
+            opened = self.open_by_interval or (0,) * len(self.first_tokens)
+            for (start, end, count, work, waits), still in zip(self.first_tokens, opened):
                 n = _scaled_count(rng, count, load)
-                drawn = sorted(self._from_histograms(rng, start, end, n, work * n / count),
+                drawn = sorted(self._from_histograms(rng, start, end, n, work * n / count,
+                                                     min(n, _scaled_count(rng, still, load)) if still else 0),
                                key=lambda r: r.prompt_tokens)
                 # the longest prompt waited longest (its prefill is in its wait); a load above 1 repeats the waits
                 ranked = sorted(waits[i % count] for i in range(n))
@@ -190,14 +201,19 @@ class Traffic:
         return out
 
     def _from_histograms(self, rng: random.Random, start: float, end: float, count: int,
-                         work: float) -> list[TraceRequest]:
+                         work: float, opened: int | None = None) -> list[TraceRequest]:
         """A block's requests with lengths drawn from the window's histograms (paired where they are), of
         up to :data:`CANDIDATE_DRAWS` draws the first close to the block's work (else the closest), its prompts
-        scaled to that work."""
+        scaled to that work. ``opened``: how many of them do not finish in the window (None: drawn by the
+        unfinished requests' count beside the finished ones)."""
         best: list[tuple[float, float]] = []
         miss = math.inf
         for _ in range(CANDIDATE_DRAWS):
-            drawn = [self._draw_pair(rng) for _ in range(count)]
+            if opened is None:
+                drawn = [self._draw_pair(rng) for _ in range(count)]
+            else:
+                drawn = [self._draw_pair(rng, False) for _ in range(count - opened)] + \
+                    [self._open(rng) for _ in range(opened)]
             off = abs(math.log(max(sum(p for p, _ in drawn), 1.0) / max(work, 1.0)))
             if off < miss:
                 best, miss = drawn, off
@@ -208,10 +224,19 @@ class Traffic:
         return [TraceRequest(rng.uniform(start, end), max(1, int(round(p * scale))), max(1, int(round(o))),
                              "histogram") for p, o in best]
 
-    def _draw_pair(self, rng: random.Random) -> tuple[float, float]:
-        """One (prompt, output) length: a scraped pair where the histograms are paired, else independent draws."""
+    def _open(self, rng: random.Random) -> tuple[float, float]:
+        """One request that does not finish inside the window: its prompt, and an output that outlives it."""
+        return _lognormal(rng, self.open_prompt_tokens, self.prompt_sigma), float(self.open_output_tokens)
+
+    def _draw_pair(self, rng: random.Random, may_open: bool = True) -> tuple[float, float]:
+        """One (prompt, output) length: a scraped pair where the histograms are paired, else independent draws;
+        or (``may_open``), by their count beside the finished ones, a request that does not finish in the window."""
+        finished = sum(c for _, _, c in self.length_pairs) if self.length_pairs else \
+            sum(c for _, c in self.output_lengths)
+        if may_open and self.open_requests > 0 and rng.uniform(0.0, finished + self.open_requests) > finished:
+            return self._open(rng)
         if self.length_pairs:
-            pick = rng.uniform(0.0, sum(c for _, _, c in self.length_pairs))
+            pick = rng.uniform(0.0, finished)
             for p_upper, o_upper, c in self.length_pairs:
                 if pick <= c:
                     break
@@ -221,6 +246,38 @@ class Traffic:
         output = (draw_length(rng, self.output_lengths) if self.output_lengths
                   else _lognormal(rng, self.mean_output_tokens, OUTPUT_SIGMA))
         return draw_length(rng, self.prompt_lengths) * self.prompt_scale, float(output) * self.output_scale
+
+
+def _seconds_per_token(read: ShapeRead, generated: float) -> float:
+    """The window's running-request seconds per generated token (a stream's mean time per token)."""
+    s = read.signals
+    running = s.gauge(Signal.RUNNING)
+    if running is None or generated <= 0:
+        return math.nan
+    return float(np.nansum(np.nan_to_num(running) * np.nan_to_num(s.interval_seconds))) / generated
+
+
+def _with_open_requests(traffic: Traffic, finished: Finished, started: float, counted_prompt: float,
+                        generated: float, seconds_per_token: float) -> Traffic:
+    """The traffic with the window's unfinished requests as their own class (see :mod:`pdcensus.whatif.lengths`):
+    started (first tokens) less finished, with the counted prompt tokens less the finished ones', and an output
+    of twice the window's generated tokens, more than any one request generated in it (the feeder caps it at
+    the context length). Finished requests that started before the window make the count a lower bound."""
+    unfinished = math.floor(started - finished.requests + 0.5)
+    left = counted_prompt - finished.prompt_tokens
+    if unfinished < 1 or not math.isfinite(left) or left < unfinished:
+        return traffic
+    by_interval: tuple[int, ...] = ()
+    if traffic.first_tokens and finished.finishes and math.isfinite(seconds_per_token):
+        by_interval = unfinished_slots(tuple((end, count) for _, end, count, _, _ in traffic.first_tokens), finished,
+                                       traffic.output_lengths, traffic.output_scale, seconds_per_token,
+                                       unfinished)
+    return replace(traffic, open_requests=float(unfinished), open_prompt_tokens=left / unfinished,
+                   open_output_tokens=int(2 * max(generated, 1.0)), open_by_interval=by_interval,
+                   notes=traffic.notes + (
+                       f"{unfinished:.0f} of the {started:.0f} requests that started in the window did not finish in "
+                       f"it (first tokens less finished requests): drawn beside the finished ones, ~"
+                       f"{left / unfinished:,.0f}-token prompts that do not end inside the window",))
 
 
 def _scaled_count(rng: random.Random, count: int, load: float) -> int:
@@ -286,7 +343,8 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
                 completed_tokens: np.ndarray | None = None,
                 lengths: tuple[tuple[tuple[float, float], ...], tuple[tuple[float, float], ...]] = ((), ()),
                 pairs: tuple[tuple[float, float, float], ...] = (),
-                waits: np.ndarray | None = None) -> Traffic:
+                waits: np.ndarray | None = None,
+                finished: Finished | None = None) -> Traffic:
     """The window's traffic per block (see the module docstring).
 
     ``completed_tokens``: per interval, the tokens of the requests that ended in it (llama.cpp's
@@ -295,6 +353,9 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
     then each block's prompts are drawn from the histogram and scaled to the block's work.
     ``pairs``: the two histograms paired per scrape (:func:`pdcensus.whatif.lengths.length_pairs`).
     ``waits``: per interval, the TTFT histogram's ``_sum`` increase (:mod:`pdcensus.whatif.arrivals`).
+    ``finished``: the window's finished requests (:func:`pdcensus.whatif.lengths.finished_requests`): the
+    finished outputs' size where at least ``MIN_FINISHED`` finished (else the window's generated tokens per
+    request), and the requests that started and did not finish.
     """
     s = read.signals
     t = s.times - s.times[0]
@@ -332,6 +393,9 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
     long_size = long_prompt_size(lengths[0], short, LONG_FACTOR, excess)
     total = float(np.sum(n))
     mean_output = float(np.sum(generated)) / total if total > 0 else 1.0
+    sized = finished is not None and finished.requests >= MIN_FINISHED and finished.output_mean > 0
+    if finished is not None and sized:
+        mean_output = finished.output_mean
     notes.append(f"requests from the {basis}; prompt work from the census's prefill signal")
     prompt_lengths, output_lengths = lengths
     if prompt_lengths:
@@ -340,6 +404,9 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
                                               f"a log-normal (sigma {OUTPUT_SIGMA}): assumed"))
         if pairs and output_lengths:
             notes[0] += ", paired with their prompts per scrape (both observed when a request finishes)"
+        if output_lengths and sized and finished is not None:
+            notes[0] += (f"; outputs sized to the {finished.requests:.0f} finished requests' mean "
+                         f"({finished.output_mean:,.0f} tokens: request_generation_tokens _sum / _count)")
     borrow = basis == "finished-requests counter"
     out = Traffic(window, starts, ends, n, work, max(1.0, short), long_size, max(1.0, mean_output), basis,
                   notes=tuple(notes), prompt_lengths=prompt_lengths, output_lengths=output_lengths, borrow=borrow,
@@ -356,10 +423,13 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
     if prompt_lengths and output_lengths:
         drawn = expected_length(out.length_pairs, output_lengths)
         if math.isfinite(drawn) and drawn > 0 and total > 0:
-            out = replace(out, output_scale=float(np.sum(generated)) / total / drawn)
+            out = replace(out, output_scale=mean_output / drawn)
         drawn = expected_length(tuple((o, p, c) for p, o, c in out.length_pairs), prompt_lengths)
         if counted > 0 and math.isfinite(drawn) and drawn > 0 and total > 0:
             out = replace(out, prompt_scale=counted / total / drawn)
+    if prompt_lengths and output_lengths and sized and finished is not None:
+        out = _with_open_requests(out, finished, total, counted, float(np.sum(generated)),
+                                  _seconds_per_token(read, float(np.sum(generated))))
     borrowed = sum(1 for k, c in zip(n, out.block_counts()) if c >= 1 and k < 1)
     if borrowed:
         out = replace(out, notes=out.notes + (
