@@ -76,26 +76,16 @@ class BucketPrediction:
     twin_after_samples: Spread
 
 
-def engine_flags(c: Calibration) -> dict[str, str]:
-    """The twin's flags in the engine's own spelling (vLLM's for a vLLM twin; the simulator's otherwise)."""
+def engine_flags(c: Calibration, flags: dict[str, str] | None = None) -> tuple[dict[str, str], list[str]]:
+    """The twin's flags (``flags``: a change's, else the calibration's) in the engine's own spelling, and the
+    twin's settings with no such spelling as notes (vLLM's for a vLLM twin; the simulator's otherwise)."""
+    flags = dict(c.flags if flags is None else flags)
     if not record(c.engine).twin_maps_every_flag:
-        return dict(c.flags)
+        return flags, []
     from pdcensus.whatif.vllm_knobs import vllm_spelling
 
-    return dict(vllm_spelling(c.flags, c.flag_sources)[0])
-
-
-def _spoken(flags: dict[str, str], sources: dict[str, str]) -> dict[str, str]:
-    from pdcensus.whatif.vllm_knobs import vllm_spelling
-
-    return dict(vllm_spelling(flags, sources)[0])
-
-
-def _twin_notes(c: Calibration) -> list[str]:
-    """The twin's own settings that have no spelling in the engine's flags, as notes."""
-    from pdcensus.whatif.vllm_knobs import vllm_spelling
-
-    return vllm_spelling(c.flags, c.flag_sources)[1]
+    shown, left = vllm_spelling(flags, c.flag_sources)
+    return dict(shown), left
 
 
 @dataclass(frozen=True)
@@ -123,9 +113,7 @@ class WhatIfResult:
         costs = c.costs
         traffic = c.traffic
         # a twin whose own flags are another engine's shows the engine's spelling only (the rest in twin_notes)
-        spoken = record(c.engine).twin_maps_every_flag
-        flags = engine_flags(c) if spoken else dict(c.flags)
-        twin_after = _spoken(self.sim_flags, c.flag_sources) if spoken else dict(self.sim_flags)
+        flags, twin_notes = engine_flags(c)
         return {
             "schema": SCHEMA,
             "source": self.source,
@@ -144,7 +132,7 @@ class WhatIfResult:
                     "blocks": len(traffic.block_starts),
                 },
                 "flags": flags, "flag_sources": {f: v for f, v in c.flag_sources.items() if f in flags},
-                "twin_notes": _twin_notes(c) if spoken else [],
+                "twin_notes": twin_notes,
                 "argv_knobs": {k.value: v for k, v in c.argv_knobs.items()},
                 "observed": plain(c.observed.values),
                 "notes": list(c.notes),
@@ -157,7 +145,7 @@ class WhatIfResult:
             "remarks": list(self.remarks),
             "change": {
                 "set": {s.spelling: s.value for s in self.settings},
-                "twin_flags": twin_after,
+                "twin_flags": engine_flags(c, self.sim_flags)[0],
                 "twin_ubatch_tokens": self.ubatch_tokens,
                 "load": self.load,
             },

@@ -112,8 +112,9 @@ class Traffic:
     borrow: bool = False
     # (prompt bucket upper bound, output bucket upper bound, requests): the histograms paired per scrape
     length_pairs: tuple[tuple[float, float, float], ...] = ()
-    # histogram-drawn outputs times this: the window's generated tokens per request over the draws' expected mean
-    # (a bucket's draws are uniform inside it: 300-token outputs in vLLM's (200, 500] bucket drew 350 on average)
+    # histogram-drawn outputs times this: the finished requests' mean output (else the window's generated tokens
+    # per request) over the draws' expected mean (a bucket's draws are uniform inside it: 300-token outputs in
+    # vLLM's (200, 500] bucket drew 350 on average)
     output_scale: float = 1.0
     # requests that started in the window and did not finish in it (first tokens less finished requests):
     # drawn beside the finished pairs by their count, with the prompt tokens the finished ones leave over,
