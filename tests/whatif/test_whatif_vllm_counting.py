@@ -176,6 +176,11 @@ def test_requests_that_outlive_the_window_are_the_first_tokens_no_finished_reque
     before = Finished(1.0, 400.0, 32.0, ((41.0, 1000.0, 1.0),))
     assert unfinished_slots(((2.0, 2),), before, ((1000.0, 1.0),), 0.8, 0.5, 2) == (2,)
     assert unfinished_slots(((2.0, 2),), before, ((1000.0, 1.0),), 0.8, 0.5, 1) == (1,)
+    # the requests claim in the order they finished: a 55-token decode that began at 5 s (done at 60 s) taken
+    # first, by its start, would take the 2 s slot that the 5-token one begun at 6 s (done at 11 s) needs, and leave
+    # the 50 s slot open although both finished
+    short_long = Finished(2.0, 30.0, 64.0, ((11.0, 10.0, 1.0), (60.0, 100.0, 1.0)))
+    assert unfinished_slots(((2.0, 1), (50.0, 1)), short_long, ((10.0, 1.0), (100.0, 1.0)), 1.0, 1.0, 0) == (0, 0)
     # the trace gives each such slot a prompt of the tokens the finished ones leave over and an output that
     # outlives the window; the finished ones keep their finished outputs
     traffic = Traffic(150.0, (0.0,), (150.0,), (11.0,), (7756.0,), 32.0, 2500.0, 24.0, "TTFT histogram count",

@@ -30,13 +30,17 @@ from __future__ import annotations
 import bisect
 import math
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from pdcensus.series.engine_ledger import term_increases
 from pdcensus.series.model import Endpoint
 from pdcensus.series.profiles import LedgerTerm
+
+if TYPE_CHECKING:
+    from pdcensus.whatif.traffic import Traffic
 
 PROMPT_LENGTHS, OUTPUT_LENGTHS = "vllm:request_prompt_tokens", "vllm:request_generation_tokens"
 # a pair: (prompt bucket's upper bound, output bucket's upper bound, requests)
@@ -101,8 +105,8 @@ def unfinished_slots(first: tuple[tuple[float, int], ...], finished: Finished,
     """Per first-token interval ``(end seconds, requests)``, how many of its requests did not finish in the window.
 
     Each finished request's first token came about its output's length before it finished (its bucket's
-    mean draw times ``output_scale``, at ``seconds_per_token``); walking the finished ones from the earliest
-    such start, each claims the unclaimed first token at or before its finish nearest to that start. One
+    mean draw times ``output_scale``, at ``seconds_per_token``); walking the finished ones in the order they
+    finished, each claims the unclaimed first token at or before its finish nearest to that start. One
     whose start lies before the window by more than half its decode is taken to have started before it,
     unless more than ``unfinished`` (started less finished) would be left: then it claims one too. What no
     finished request claims did not finish."""
@@ -129,7 +133,9 @@ def unfinished_slots(first: tuple[tuple[float, int], ...], finished: Finished,
         left[pick] -= 1
 
     before = []
-    for start, done, decode in sorted(starts):
+    # by finish: a slot at or before one finish is at or before every later one, so taking the requests in that
+    # order leaves the fewest unclaimed (by start, a long decode that began early took the slot a short one needed)
+    for start, done, decode in sorted(starts, key=lambda r: (r[1], r[0])):
         if start < -0.5 * decode:
             before.append((start, done))  # it began before the window
         else:
@@ -139,6 +145,29 @@ def unfinished_slots(first: tuple[tuple[float, int], ...], finished: Finished,
             break
         claim(start, done)
     return tuple(left)
+
+
+def with_open_requests(traffic: Traffic, finished: Finished, started: float, counted_prompt: float,
+                        generated: float, seconds_per_token: float) -> Traffic:
+    """The traffic with the window's unfinished requests as their own class (see :mod:`pdcensus.whatif.lengths`):
+    started (first tokens) less finished, with the counted prompt tokens less the finished ones', and an output
+    of twice the window's generated tokens, more than any one request generated in it (the feeder caps it at
+    the context length). Finished requests that started before the window make the count a lower bound."""
+    unfinished = math.floor(started - finished.requests + 0.5)
+    left = counted_prompt - finished.prompt_tokens
+    if unfinished < 1 or not math.isfinite(left) or left < unfinished:
+        return traffic
+    by_interval: tuple[int, ...] = ()
+    if traffic.first_tokens and finished.finishes and math.isfinite(seconds_per_token):
+        by_interval = unfinished_slots(tuple((end, count) for _, end, count, _, _ in traffic.first_tokens), finished,
+                                       traffic.output_lengths, traffic.output_scale, seconds_per_token,
+                                       unfinished)
+    return replace(traffic, open_requests=float(unfinished), open_prompt_tokens=left / unfinished,
+                   open_output_tokens=int(2 * max(generated, 1.0)), open_by_interval=by_interval,
+                   notes=traffic.notes + (
+                       f"{unfinished:.0f} of the {started:.0f} requests that started in the window did not finish in "
+                       f"it (first tokens less finished requests): drawn beside the finished ones, ~"
+                       f"{left / unfinished:,.0f}-token prompts that do not end inside the window",))
 
 
 def pair_counts(prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
@@ -235,3 +264,16 @@ def draw_in_bucket(rng: random.Random, histogram: tuple[tuple[float, float], ...
         low = bound
     high = upper if math.isfinite(upper) else 1.5 * max(low, 1.0)
     return rng.uniform(low, high)
+
+
+def scaled_count(rng: random.Random, count: int, load: float) -> int:
+    """``count x load`` requests, the fraction drawn."""
+    x = count * load
+    return int(x) + (1 if rng.random() < x - int(x) else 0)
+
+
+def lognormal(rng: random.Random, mean: float, sigma: float) -> int:
+    """A log-normal draw with the given mean."""
+    if mean <= 0:
+        return 1
+    return int(round(mean * math.exp(rng.gauss(0.0, sigma) - sigma * sigma / 2)))

@@ -61,9 +61,10 @@ from pdcensus.census.run import ShapeRead
 from pdcensus.errors import UsageError
 from pdcensus.series.profiles import Signal
 from pdcensus.sim.fitted import TraceRequest
+from pdcensus.whatif import counted
 from pdcensus.whatif.arrivals import first_tokens, restarts_from
-from pdcensus.whatif.lengths import (Finished, draw_in_bucket, draw_length, expected_length, long_prompt_size,
-                                     unfinished_slots)
+from pdcensus.whatif.lengths import (Finished, draw_in_bucket, draw_length, expected_length, lognormal,
+                                     long_prompt_size, scaled_count, with_open_requests)
 
 BLOCK_SECONDS = 15.0
 PROMPT_SIGMA = 0.6
@@ -149,9 +150,9 @@ class Traffic:
         if self.first_tokens and self.prompt_lengths:
             opened = self.open_by_interval or (0,) * len(self.first_tokens)
             for (start, end, count, work, waits), still in zip(self.first_tokens, opened):
-                n = _scaled_count(rng, count, load)
+                n = scaled_count(rng, count, load)
                 drawn = sorted(self._from_histograms(rng, start, end, n, work * n / count,
-                                                     min(n, _scaled_count(rng, still, load)) if still else 0),
+                                                     min(n, scaled_count(rng, still, load)) if still else 0),
                                key=lambda r: r.prompt_tokens)
                 # the longest prompt waited longest (its prefill is in its wait); a load above 1 repeats the waits
                 ranked = sorted(waits[i % count] for i in range(n))
@@ -179,8 +180,8 @@ class Traffic:
                 continue
             for i in range(count):
                 t = rng.uniform(start, end)
-                prompt = int(round(long_size)) if i < longs else _lognormal(rng, short_mean, self.prompt_sigma)
-                output = _lognormal(rng, self.mean_output_tokens * output_scale, OUTPUT_SIGMA)
+                prompt = int(round(long_size)) if i < longs else lognormal(rng, short_mean, self.prompt_sigma)
+                output = lognormal(rng, self.mean_output_tokens * output_scale, OUTPUT_SIGMA)
                 out.append(TraceRequest(t, max(1, prompt), max(1, output), "long" if i < longs else "short"))
         return out
 
@@ -227,7 +228,7 @@ class Traffic:
 
     def _open(self, rng: random.Random) -> tuple[float, float]:
         """One request that does not finish inside the window: its prompt, and an output that outlives it."""
-        return _lognormal(rng, self.open_prompt_tokens, self.prompt_sigma), float(self.open_output_tokens)
+        return lognormal(rng, self.open_prompt_tokens, self.prompt_sigma), float(self.open_output_tokens)
 
     def _draw_pair(self, rng: random.Random, may_open: bool = True) -> tuple[float, float]:
         """One (prompt, output) length: a scraped pair where the histograms are paired, else independent draws;
@@ -245,99 +246,8 @@ class Traffic:
             return (draw_in_bucket(rng, self.prompt_lengths, p_upper) * self.prompt_scale,
                     draw_in_bucket(rng, self.output_lengths, o_upper) * self.output_scale)
         output = (draw_length(rng, self.output_lengths) if self.output_lengths
-                  else _lognormal(rng, self.mean_output_tokens, OUTPUT_SIGMA))
+                  else lognormal(rng, self.mean_output_tokens, OUTPUT_SIGMA))
         return draw_length(rng, self.prompt_lengths) * self.prompt_scale, float(output) * self.output_scale
-
-
-def _seconds_per_token(read: ShapeRead, generated: float) -> float:
-    """The window's running-request seconds per generated token (a stream's mean time per token)."""
-    s = read.signals
-    running = s.gauge(Signal.RUNNING)
-    if running is None or generated <= 0:
-        return math.nan
-    return float(np.nansum(np.nan_to_num(running) * np.nan_to_num(s.interval_seconds))) / generated
-
-
-def _with_open_requests(traffic: Traffic, finished: Finished, started: float, counted_prompt: float,
-                        generated: float, seconds_per_token: float) -> Traffic:
-    """The traffic with the window's unfinished requests as their own class (see :mod:`pdcensus.whatif.lengths`):
-    started (first tokens) less finished, with the counted prompt tokens less the finished ones', and an output
-    of twice the window's generated tokens, more than any one request generated in it (the feeder caps it at
-    the context length). Finished requests that started before the window make the count a lower bound."""
-    unfinished = math.floor(started - finished.requests + 0.5)
-    left = counted_prompt - finished.prompt_tokens
-    if unfinished < 1 or not math.isfinite(left) or left < unfinished:
-        return traffic
-    by_interval: tuple[int, ...] = ()
-    if traffic.first_tokens and finished.finishes and math.isfinite(seconds_per_token):
-        by_interval = unfinished_slots(tuple((end, count) for _, end, count, _, _ in traffic.first_tokens), finished,
-                                       traffic.output_lengths, traffic.output_scale, seconds_per_token,
-                                       unfinished)
-    return replace(traffic, open_requests=float(unfinished), open_prompt_tokens=left / unfinished,
-                   open_output_tokens=int(2 * max(generated, 1.0)), open_by_interval=by_interval,
-                   notes=traffic.notes + (
-                       f"{unfinished:.0f} of the {started:.0f} requests that started in the window did not finish in "
-                       f"it (first tokens less finished requests): drawn beside the finished ones, ~"
-                       f"{left / unfinished:,.0f}-token prompts that do not end inside the window",))
-
-
-def _scaled_count(rng: random.Random, count: int, load: float) -> int:
-    """``count x load`` requests, the fraction drawn."""
-    x = count * load
-    return int(x) + (1 if rng.random() < x - int(x) else 0)
-
-
-def _lognormal(rng: random.Random, mean: float, sigma: float) -> int:
-    """A log-normal draw with the given mean."""
-    if mean <= 0:
-        return 1
-    return int(round(mean * math.exp(rng.gauss(0.0, sigma) - sigma * sigma / 2)))
-
-
-def _request_counts(read: ShapeRead) -> tuple[np.ndarray | None, str]:
-    s = read.signals
-    for signal, what in ((Signal.TTFT, "TTFT histogram count"), (Signal.E2E, "e2e histogram count")):
-        hist = s.histograms.get(signal)
-        if hist is not None and hist.upper_bounds.size and np.isinf(hist.upper_bounds[-1]):
-            counts = hist.increases[:, -1]
-            if np.nansum(counts) > 0:
-                return np.nan_to_num(counts), what
-    if s.finished_requests is not None and np.nansum(s.finished_requests) > 0:
-        return np.nan_to_num(s.finished_requests), "finished-requests counter"
-    return None, ""
-
-
-def _whole_at_first_token(read: ShapeRead, basis: str) -> np.ndarray | None:
-    """The prompt counter per interval where it counts each prompt whole when the request's first token comes, the
-    moment the TTFT histogram counts the request (vLLM V1); else None."""
-    if basis != "TTFT histogram count" or read.detection.profile.name != "vllm-v1":
-        return None
-    return read.signals.increase(Signal.PROMPT_TOKENS)
-
-
-def _work(read: ShapeRead, signal: Signal, rate: np.ndarray | None) -> np.ndarray:
-    """Tokens per interval: the counter where rates are same-scrape gauges, else the census's rate x interval."""
-    s = read.signals
-    dt = np.nan_to_num(s.interval_seconds, nan=0.0)
-    counter = s.increase(signal)
-    if not s.rates_from_counters and counter is not None:
-        return np.asarray(np.nan_to_num(counter), dtype=np.float64)
-    if rate is None:
-        return np.zeros_like(dt)
-    return np.asarray(np.nan_to_num(np.asarray(rate, dtype=np.float64) * dt), dtype=np.float64)
-
-
-def _blocks(times: np.ndarray, block_seconds: float) -> list[tuple[int, int]]:
-    """Row ranges ``[i, j)`` of consecutive intervals (interval k ends at row k) spanning >= block_seconds."""
-    out, i = [], 1
-    while i < times.size:
-        j = i
-        while j < times.size and times[j] - times[i - 1] < block_seconds:
-            j += 1
-        j = min(j + 1, times.size)
-        out.append((i, j))
-        i = j
-    return out
 
 
 def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
@@ -361,7 +271,7 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
     s = read.signals
     t = s.times - s.times[0]
     window = float(t[-1]) if t.size > 1 else 0.0
-    prompt = _work(read, Signal.PROMPT_TOKENS, s.prefill_tokens_per_second)
+    prompt = counted.work(read, Signal.PROMPT_TOKENS, s.prefill_tokens_per_second)
     progress = s.prefill_progress
     if s.rates_from_counters and progress is not None and progress.reprefill_tokens_per_second is not None:
         # the census's signal carries its estimate of re-prefill after preemptions, which the twin runs itself
@@ -369,19 +279,19 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
         # prompts beside 1,487 preemptions was replayed as 2,193-token prompts)
         dt = np.nan_to_num(s.interval_seconds, nan=0.0)
         prompt = np.maximum(0.0, prompt - np.nan_to_num(progress.reprefill_tokens_per_second) * dt)
-    generated = _work(read, Signal.GENERATION_TOKENS, s.decode_tokens_per_second)
-    counts, basis = _request_counts(read)
+    generated = counted.work(read, Signal.GENERATION_TOKENS, s.decode_tokens_per_second)
+    counts, basis = counted.request_counts(read)
     if counts is None:
         return _without_counts(read, t, prompt, generated, window, mean_prompt_tokens, [], completed_tokens)
     notes = [f"short prompts log-normal (sigma {PROMPT_SIGMA}), outputs log-normal (sigma {OUTPUT_SIGMA}): assumed"]
-    blocks = _blocks(t, max(BLOCK_SECONDS, read.scrape_interval_seconds))
+    blocks = counted.blocks(t, max(BLOCK_SECONDS, read.scrape_interval_seconds))
     starts = tuple(float(t[i - 1]) for i, _ in blocks)
     ends = tuple(float(t[j - 1]) for _, j in blocks)
     n = tuple(float(counts[i:j].sum()) for i, j in blocks)
     work = tuple(float(prompt[i:j].sum()) for i, j in blocks)
     # the typical short prompt: a low quantile of each interval's work per request (most intervals
     # between long prompts carry short ones only); blocks as a fallback
-    whole = _whole_at_first_token(read, basis)
+    whole = counted.whole_at_first_token(read, basis)
     sizes = np.nan_to_num(whole) if whole is not None else prompt
     sel = (counts >= 1) & (sizes > 0)
     per_request = sizes[sel] / counts[sel] if sel.any() else np.array([w / k for w, k in zip(work, n) if k >= 1])
@@ -412,11 +322,12 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
     out = Traffic(window, starts, ends, n, work, max(1.0, short), long_size, max(1.0, mean_output), basis,
                   notes=tuple(notes), prompt_lengths=prompt_lengths, output_lengths=output_lengths, borrow=borrow,
                   length_pairs=pairs if prompt_lengths and output_lengths else ())
-    counted = float(np.nansum(whole)) if whole is not None else 0.0
+    counted_prompt = float(np.nansum(whole)) if whole is not None else 0.0
     # computed over counted prompt work: below 1 where prefix-cache hits were counted and not computed; above 1
     # only by recompute after preemption (the prompt is counted once, at its first token), which the twin runs
     # itself where it preempts, so the share is at most 1
-    arrivals = first_tokens(read, waits, min(1.0, float(np.sum(prompt)) / counted) if counted > 0 else 1.0)
+    arrivals = first_tokens(read, waits,
+                            min(1.0, float(np.sum(prompt)) / counted_prompt) if counted_prompt > 0 else 1.0)
     if arrivals and prompt_lengths:
         out = replace(out, first_tokens=arrivals, notes=out.notes + (
             "arrivals: each request its interval's mean TTFT before a moment inside the interval of its first "
@@ -426,11 +337,11 @@ def fit_traffic(read: ShapeRead, mean_prompt_tokens: float | None = None,
         if math.isfinite(drawn) and drawn > 0 and total > 0:
             out = replace(out, output_scale=mean_output / drawn)
         drawn = expected_length(tuple((o, p, c) for p, o, c in out.length_pairs), prompt_lengths)
-        if counted > 0 and math.isfinite(drawn) and drawn > 0 and total > 0:
-            out = replace(out, prompt_scale=counted / total / drawn)
+        if counted_prompt > 0 and math.isfinite(drawn) and drawn > 0 and total > 0:
+            out = replace(out, prompt_scale=counted_prompt / total / drawn)
     if prompt_lengths and output_lengths and sized and finished is not None:
-        out = _with_open_requests(out, finished, total, counted, float(np.sum(generated)),
-                                  _seconds_per_token(read, float(np.sum(generated))))
+        out = with_open_requests(out, finished, total, counted_prompt, float(np.sum(generated)),
+                                  counted.seconds_per_token(read, float(np.sum(generated))))
     borrowed = sum(1 for k, c in zip(n, out.block_counts()) if c >= 1 and k < 1)
     if borrowed:
         out = replace(out, notes=out.notes + (
