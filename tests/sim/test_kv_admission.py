@@ -89,22 +89,31 @@ def test_a_trace_becomes_clients_that_drop_its_arrival_instants_and_its_standing
     assert scaled is not None and scaled.count == 2
 
 
-def _queries_at_admission_and_step_end(admission: KvAdmission) -> tuple[float, float]:
-    """(prefix-cache queries counted while the 4,000-token prompt's first step runs, once that step ended)."""
+def _stats_at_admission_and_step_end(admission: KvAdmission) -> tuple[tuple[float, float, float], ...]:
+    """(prefix-cache queries, running, waiting) while a 4,000-token prompt's first chunk step runs beside a decoder,
+    and once that step ended."""
     engine = Engine(parse_config({"--max-num-batched-tokens": "1024"}), admission=admission)
-    engine.submit(Request(0.0, 4000, 4))
+    engine.submit(Request(0.0, 16, 400))  # a decoder runs alone, its steps published, until the prompt arrives
+    engine.submit(Request(0.5, 4000, 4))
     t = 0.0
-    while engine.prefilling is None and t < 1.0:
+    while (engine.prefilling is None or engine.prefilling.request.prompt_tokens < 4000) and t < 2.0:
         t += 1e-4
         engine.advance_until(t)
     run = engine.run
     assert engine.prefilling is not None and run is not None  # admitted, its first chunk step in flight
-    during = engine.metrics.prefix_cache_queries
-    engine.advance_until(run.start_seconds + run.step_seconds * 1.001)
-    return during, engine.metrics.prefix_cache_queries
+    gauges = engine.gauges(t)
+    during = (engine.metrics.prefix_cache_queries, gauges["running"], gauges["waiting"])
+    end = run.start_seconds + run.step_seconds * 1.001
+    engine.advance_until(end)
+    gauges = engine.gauges(end)
+    return during, (engine.metrics.prefix_cache_queries, gauges["running"], gauges["waiting"])
 
 
-def test_a_vllm_twin_publishes_the_admissions_lookup_when_the_admitting_step_ends() -> None:
-    # vLLM records the lookup in schedule() and publishes it with the step's stats after the model ran
-    assert _queries_at_admission_and_step_end(VLLM_ADMISSION) == (0, 4000)
-    assert _queries_at_admission_and_step_end(KvAdmission()) == (4000, 4000)  # radiance counts it at admission
+def test_a_vllm_twin_publishes_the_scheduler_stats_when_the_step_ends() -> None:
+    # vLLM records the lookup in schedule() and publishes it, with the running and waiting counts, in the step's
+    # stats after the model ran: while the admitting step runs, the gauges show the step before's batch
+    during, after = _stats_at_admission_and_step_end(VLLM_ADMISSION)
+    assert during == (16, 1.0, 0.0) and after == (4016, 2.0, 0.0)
+    # radiance counts the lookup at admission and its gauges are the instant's
+    during, after = _stats_at_admission_and_step_end(KvAdmission())
+    assert during == (4016, 2.0, 0.0) and after == (4016, 2.0, 0.0)

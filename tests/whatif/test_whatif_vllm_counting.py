@@ -12,7 +12,8 @@ from pdcensus.census.signals import Histogram
 from pdcensus.series.model import RecordingBuilder, SeriesKey
 from pdcensus.series.vllm_steps import step_spans
 from pdcensus.whatif.arrivals import split_wait
-from pdcensus.whatif.lengths import Finished, expected_length, pair_counts, unfinished_slots
+from pdcensus.whatif.lengths import (Finished, claimed_outputs, expected_length, finished_requests, pair_counts,
+                                     unfinished_slots)
 from pdcensus.whatif.knobs import parse_knobs
 from pdcensus.whatif.measure import _median_pace, measure, read_window, span_rates, stalled_share
 from pdcensus.whatif.population import clients_for, clients_note, closed_loop_warning, closed_population
@@ -195,3 +196,40 @@ def test_requests_that_outlive_the_window_are_the_first_tokens_no_finished_reque
     assert len(decoders) == 8 and all(r.output_tokens == 7000 for r in decoders)
     assert sum(r.prompt_tokens for r in decoders) == pytest.approx(256, abs=8)
     assert all(14 <= r.output_tokens <= 35 for r in trace if r.arrival_seconds >= 5.0)
+
+
+def test_each_first_token_keeps_the_output_of_the_finished_request_that_began_there() -> None:
+    # one scrape a second: a 300-token decoder finishes alone at 40 s (its interval's _sum / _count: 300 exactly),
+    # then two 1-token requests finish together at 50 s; ITL _sum / _count: 0.1 s a token over the window
+    builder = RecordingBuilder("lengths")
+    labels = (("instance", "a:1"), ("job", "vllm"))
+    t = [float(i) for i in range(61)]
+    finished = [0.0 if i < 40 else 1.0 if i < 50 else 3.0 for i in range(61)]
+    outputs = [0.0 if i < 40 else 300.0 if i < 50 else 302.0 for i in range(61)]
+    long = [0.0 if i < 40 else 1.0 for i in range(61)]
+    for le, counts in (("1.0", [f - g for f, g in zip(finished, long)]), ("500.0", finished), ("+Inf", finished)):
+        builder.add_many(SeriesKey("vllm:request_generation_tokens_bucket", labels + (("le", le),)), t, counts)
+    builder.add_many(SeriesKey("vllm:request_generation_tokens_count", labels), t, finished)
+    builder.add_many(SeriesKey("vllm:request_generation_tokens_sum", labels), t, outputs)
+    builder.add_many(SeriesKey("vllm:inter_token_latency_seconds_count", labels), t, [5.0 * i for i in t])
+    builder.add_many(SeriesKey("vllm:inter_token_latency_seconds_sum", labels), t, [0.5 * i for i in t])
+    endpoint = builder.build().endpoints[0]
+    got = finished_requests(endpoint, np.arange(61))
+    assert got is not None and got.requests == 3 and got.output_mean == pytest.approx(302 / 3)
+    assert got.seconds_per_token == pytest.approx(0.1)
+    by_finish = dict(zip(((d, u) for d, u, _ in got.finishes), got.finish_means))
+    assert by_finish[(40.0, 500.0)] == pytest.approx(300.0) and by_finish[(50.0, 1.0)] == pytest.approx(1.0)
+    # first tokens at 10 s (the decoder: 300 tokens x 0.1 s before 40 s) and at 50 s (both short ones); the
+    # decoder's 300 tokens go to the 10 s slot, whatever the pairs' frequencies (two short to one long)
+    outs = ((1.0, 2.0), (500.0, 1.0))
+    claims = claimed_outputs(((10.0, 1), (50.0, 2)), got, outs, 1.0, got.seconds_per_token, 0)
+    assert [u for u, _ in claims[0]] == [500.0] and claims[0][0][1] == pytest.approx(300.0)
+    assert sorted(u for u, _ in claims[1]) == [1.0, 1.0]
+    traffic = Traffic(60.0, (0.0,), (60.0,), (3.0,), (96.0,), 32.0, 0.0, 100.0, "TTFT histogram count",
+                      prompt_lengths=((50.0, 3.0),), output_lengths=outs, length_pairs=((50.0, 1.0, 2.0),
+                                                                                         (50.0, 500.0, 1.0)),
+                      first_tokens=((9.0, 10.0, 1, 32.0, (0.1,)), (49.0, 50.0, 2, 64.0, (0.1, 0.1))),
+                      claimed=claims)
+    for seed in range(20):
+        trace = sorted(traffic.trace(seed), key=lambda r: r.arrival_seconds)
+        assert [r.output_tokens for r in trace] == [300, 1, 1]

@@ -136,7 +136,9 @@ class KvRules:
     watermark_share: float  # of the cache kept free when a waiting or preempted request is admitted
     resume_from_prefix_cache: bool  # a preempted request's full blocks are found again by the prefix cache
     partial_block_share: float  # of a block a request's partial last block wastes, on average
-    lookup_at_step_end: bool = False  # the admission's prefix-cache lookup is published when its step ends
+    # the scheduler's stats (the admission's prefix-cache lookup, the running / waiting / KV-usage gauges) are
+    # published when a step ends, as of that moment
+    stats_at_step_end: bool = False
 
 
 @dataclass(frozen=True)

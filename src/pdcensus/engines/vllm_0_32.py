@@ -180,9 +180,12 @@ TWIN_REFUSED: dict[str, str] = {
 # The admission's prefix-cache lookup is recorded in schedule() (v1/core/sched/scheduler.py l. 1314-1318,
 # record_prefix_cache_stats) and published by make_stats() (l. 2925) from update_from_output() (l. 2409), which
 # EngineCore.step() calls after the model ran (v1/engine/core.py l. 667-682): prefix_cache_queries moves when the
-# admitting step ends, one step after the prompt's first chunk began.
+# admitting step ends, one step after the prompt's first chunk began. The same SchedulerStats carry the running and
+# waiting counts and the KV usage as the step ends (make_stats l. 2942-2950, get_request_counts l. 2608-2610), which
+# the Prometheus logger sets its gauges from (v1/metrics/loggers.py l. 1146-1156, record()): through a long step
+# vllm:num_requests_running shows the step before's batch, not the prompt the step admitted.
 KV_RULES = KvRules(watermark_share=0.0, resume_from_prefix_cache=True, partial_block_share=0.5,
-                   lookup_at_step_end=True)
+                   stats_at_step_end=True)
 
 
 RELEASE = EngineRelease(

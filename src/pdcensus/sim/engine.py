@@ -97,6 +97,8 @@ class Engine(RequestLifecycle):
         self.held_remaining = 0
         self.preempted_waiting = 0
         self.pending_lookup = (0, 0)  # prefix-cache (queries, hits) the next completed step publishes
+        # (running, waiting, KV usage) as the last completed step ended, where the stats are published then
+        self.published: tuple[float, float, float] | None = None
         self.run: Run | None = None
         self.finish_hooks: list[FinishHook] = []
         self.run_watchers: list[RunWatcher] = []
@@ -234,6 +236,8 @@ class Engine(RequestLifecycle):
                 run.start_seconds = now
                 run.steps = steps - n
                 ledger.end_seconds = max(ledger.end_seconds, until_seconds)
+                if self.admission.stats_at_step_end:
+                    self.published = self._state()
                 return
             self.run = None
             # ---- the run is over ----
@@ -244,18 +248,26 @@ class Engine(RequestLifecycle):
                 self._finish_due(now)
             if chunk and decoding and held_per_chunk:
                 self.held_remaining = held_per_chunk
+            if self.admission.stats_at_step_end:
+                self.published = self._state()
 
-    def gauges(self, t: float) -> dict[str, float]:
-        """Instant gauges at ``t`` (arrivals up to ``t`` count as waiting)."""
-        self._ingest(t)
-        preempted = self.preempted_waiting
+    def _state(self) -> tuple[float, float, float]:
+        """(running, waiting, KV usage) now."""
         running = len(self.decoders) + (1 if self.prefilling is not None else 0)
         used = self.kv.used_tokens(self.decode_index, len(self.decoders), self.tokens_per_step)
+        return float(running), float(len(self.waiting)), used / self.kv.capacity_tokens if self.kv.capacity_tokens else 0.0
+
+    def gauges(self, t: float) -> dict[str, float]:
+        """Gauges at ``t``: running, waiting (arrivals up to ``t`` count) and KV usage as they are at ``t``, or, where
+        the stats are published when a step ends (:attr:`KvAdmission.stats_at_step_end`), as the last step ended."""
+        self._ingest(t)
+        state = self.published if self.published is not None else self._state()
+        running, waiting, kv_usage = state
         return {
-            "running": float(running),
-            "waiting": float(len(self.waiting)),
-            "preempted": float(preempted),
-            "kv_usage": used / self.kv.capacity_tokens if self.kv.capacity_tokens else 0.0,
+            "running": running,
+            "waiting": waiting,
+            "preempted": float(self.preempted_waiting),
+            "kv_usage": kv_usage,
             "decode_tokens_per_second": self.metrics.decode_rate.value_at(t),
             "prefill_tokens_per_second": self.metrics.prefill_rate.value_at(t),
         }

@@ -112,7 +112,7 @@ class RequestLifecycle:
             seq.admitted_seconds = now
             m = self.metrics
             m.queue_wait.observe(now - request.arrival_seconds)
-            if self.admission.queries_at_step_end:
+            if self.admission.stats_at_step_end:
                 self.pending_lookup = (self.pending_lookup[0] + request.prompt_tokens, self.pending_lookup[1] + start)
             else:
                 m.prefix_cache_queries += request.prompt_tokens

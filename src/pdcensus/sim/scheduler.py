@@ -47,14 +47,15 @@ class KvAdmission:
     headroom_steps: int = GROWTH_HEADROOM_STEPS  # the decoders' growth over this many steps
     resume_from_prefix_cache: bool = False  # False: recompute from token 0
     partial_block_share: float = 1.0  # of a block each holder's last block is taken to waste (1: the worst case)
-    # the admission's prefix-cache lookup is published when the admitting step ends, not as it is admitted
-    queries_at_step_end: bool = False
+    # the scheduler's stats are published when a step ends (the admission's prefix-cache lookup, the running /
+    # waiting / KV-usage gauges), not as the scheduler changes them
+    stats_at_step_end: bool = False
 
 
 # vLLM allocates ceil(context / block_size) blocks a request: its last block is on average half empty; its
-# lookup is published when the admitting step ends (pdcensus.engines.vllm_0_32.KV_RULES cites the lines)
+# stats are published when a step ends (pdcensus.engines.vllm_0_32.KV_RULES cites the lines)
 VLLM_ADMISSION = KvAdmission(watermark_share=0.0, headroom_steps=0, resume_from_prefix_cache=True,
-                             partial_block_share=0.5, queries_at_step_end=True)
+                             partial_block_share=0.5, stats_at_step_end=True)
 
 
 class ChunkPlan(NamedTuple):

@@ -114,7 +114,7 @@ class Calibration:
         return KvAdmission(watermark_share=rules.watermark_share, headroom_steps=0,
                            resume_from_prefix_cache=rules.resume_from_prefix_cache,
                            partial_block_share=rules.partial_block_share,
-                           queries_at_step_end=rules.lookup_at_step_end)
+                           stats_at_step_end=rules.stats_at_step_end)
 
 
 def _decode_fit(read: ShapeRead, idle_threshold: float) -> tuple[float, float, float, int, bool, tuple[float, float]]:

@@ -43,8 +43,11 @@ if TYPE_CHECKING:
     from pdcensus.whatif.traffic import Traffic
 
 PROMPT_LENGTHS, OUTPUT_LENGTHS = "vllm:request_prompt_tokens", "vllm:request_generation_tokens"
+INTER_TOKEN = "vllm:inter_token_latency_seconds"
 # a pair: (prompt bucket's upper bound, output bucket's upper bound, requests)
 Pair = tuple[float, float, float]
+# a finished request's output: (its bucket's upper bound, its interval's mean output or NaN)
+Claim = tuple[float, float]
 
 
 def bucket_increases(endpoint: Endpoint, rows: np.ndarray, name: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -76,6 +79,12 @@ class Finished:
     prompt_tokens: float  # request_prompt_tokens _sum (nan where not exported)
     # (seconds from the window start, output bucket's upper bound, requests): when they finished, how long
     finishes: tuple[tuple[float, float, float], ...] = ()
+    # per finish, its requests' mean output where the interval's _sum / _count says it (all of the interval's
+    # finished requests in that one bucket), else NaN (a draw inside the bucket)
+    finish_means: tuple[float, ...] = ()
+    # the window's mean inter-token gap (vllm:inter_token_latency_seconds _sum / _count: observed for each token
+    # after a request's first), a decoding request's time per token; NaN where not exported
+    seconds_per_token: float = math.nan
 
 
 def finished_requests(endpoint: Endpoint, rows: np.ndarray) -> Finished | None:
@@ -91,33 +100,51 @@ def finished_requests(endpoint: Endpoint, rows: np.ndarray) -> Finished | None:
     if not (n > 0 and math.isfinite(out)):
         return None
     finishes: list[tuple[float, float, float]] = []
+    means: list[float] = []
     buckets = bucket_increases(endpoint, rows, OUTPUT_LENGTHS)
     if buckets is not None and rows.size >= 2:
         t = endpoint.timestamps[rows] - endpoint.timestamps[rows[0]]
         bounds, counts = buckets
-        finishes = [(float(t[i + 1]), float(bounds[j]), float(counts[i, j])) for i, j in zip(*np.nonzero(counts))]
-    return Finished(n, out / n, total(PROMPT_LENGTHS + "_sum"), tuple(finishes))
+        # per row (the interval ending there), the outputs' _sum and _count increases: one bucket's mean output
+        sums = term_increases(endpoint, rows, LedgerTerm((OUTPUT_LENGTHS + "_sum",)))
+        ns = term_increases(endpoint, rows, LedgerTerm((OUTPUT_LENGTHS + "_count",)))
+        for i, j in zip(*np.nonzero(counts)):
+            finishes.append((float(t[i + 1]), float(bounds[j]), float(counts[i, j])))
+            mean = math.nan
+            if sums is not None and ns is not None and np.count_nonzero(counts[i]) == 1:
+                k = float(ns[i + 1])
+                if k > 0 and abs(k - counts[i].sum()) < 0.5 and math.isfinite(float(sums[i + 1])):
+                    mean = float(sums[i + 1]) / k
+            means.append(mean)
+    gaps, gap_seconds = total(INTER_TOKEN + "_count"), total(INTER_TOKEN + "_sum")
+    per_token = gap_seconds / gaps if gaps > 0 and math.isfinite(gap_seconds) and gap_seconds > 0 else math.nan
+    return Finished(n, out / n, total(PROMPT_LENGTHS + "_sum"), tuple(finishes), tuple(means), per_token)
 
 
-def unfinished_slots(first: tuple[tuple[float, int], ...], finished: Finished,
-                     outputs: tuple[tuple[float, float], ...], output_scale: float,
-                     seconds_per_token: float, unfinished: int) -> tuple[int, ...]:
-    """Per first-token interval ``(end seconds, requests)``, how many of its requests did not finish in the window.
+def claimed_outputs(first: tuple[tuple[float, int], ...], finished: Finished,
+                    outputs: tuple[tuple[float, float], ...], output_scale: float,
+                    seconds_per_token: float, unfinished: int) -> tuple[tuple[Claim, ...], ...]:
+    """Per first-token interval ``(end seconds, requests)``, the outputs ``(bucket's upper bound, mean output or
+    NaN)`` of the finished requests whose first token it was; its other requests did not finish in the window.
 
-    Each finished request's first token came about its output's length before it finished (its bucket's
-    mean draw times ``output_scale``, at ``seconds_per_token``); walking the finished ones in the order they
+    Each finished request's first token came about its output's length before it finished (its interval's
+    mean output where :attr:`Finished.finish_means` has it, else its bucket's mean draw times
+    ``output_scale``, at ``seconds_per_token``); walking the finished ones in the order they
     finished, each claims the unclaimed first token at or before its finish nearest to that start. One
     whose start lies before the window by more than half its decode is taken to have started before it,
     unless more than ``unfinished`` (started less finished) would be left: then it claims one too. What no
     finished request claims did not finish."""
     left = [k for _, k in first]
+    claims: list[list[Claim]] = [[] for _ in first]
     times = [t for t, _ in first]  # interval ends, ascending
-    starts = []
-    for done, upper, count in finished.finishes:
-        decode = bucket_mean(outputs, upper) * output_scale * seconds_per_token
-        starts += [(done - decode, done, decode)] * int(round(count))
+    starts: list[tuple[float, float, float, Claim]] = []
+    means = finished.finish_means or (math.nan,) * len(finished.finishes)
+    for (done, upper, count), mean in zip(finished.finishes, means):
+        size = mean if math.isfinite(mean) else bucket_mean(outputs, upper) * output_scale
+        decode = size * seconds_per_token
+        starts += [(done - decode, done, decode, (upper, mean))] * int(round(count))
 
-    def claim(start: float, done: float) -> None:
+    def claim(start: float, done: float, output: Claim) -> None:
         # the nearest free slot to ``start`` among those at or before ``done`` (the earlier on a tie), found by
         # walking out from ``start``'s place: a linear scan per request was quadratic in a long window
         end = bisect.bisect_right(times, done + 1e-9)
@@ -131,20 +158,29 @@ def unfinished_slots(first: tuple[tuple[float, int], ...], finished: Finished,
             return
         pick = lo if hi >= end or (lo >= 0 and abs(times[lo] - start) <= abs(times[hi] - start)) else hi
         left[pick] -= 1
+        claims[pick].append(output)
 
-    before = []
+    before: list[tuple[float, float, Claim]] = []
     # by finish: a slot at or before one finish is at or before every later one, so taking the requests in that
     # order leaves the fewest unclaimed (by start, a long decode that began early took the slot a short one needed)
-    for start, done, decode in sorted(starts, key=lambda r: (r[1], r[0])):
+    for start, done, decode, output in sorted(starts, key=lambda r: (r[1], r[0])):
         if start < -0.5 * decode:
-            before.append((start, done))  # it began before the window
+            before.append((start, done, output))  # it began before the window
         else:
-            claim(start, done)
-    for start, done in before:
+            claim(start, done, output)
+    for start, done, output in before:
         if sum(left) <= unfinished:
             break
-        claim(start, done)
-    return tuple(left)
+        claim(start, done, output)
+    return tuple(tuple(c) for c in claims)
+
+
+def unfinished_slots(first: tuple[tuple[float, int], ...], finished: Finished,
+                     outputs: tuple[tuple[float, float], ...], output_scale: float,
+                     seconds_per_token: float, unfinished: int) -> tuple[int, ...]:
+    """Per first-token interval, how many of its requests did not finish in the window (:func:`claimed_outputs`)."""
+    claims = claimed_outputs(first, finished, outputs, output_scale, seconds_per_token, unfinished)
+    return tuple(k - len(c) for (_, k), c in zip(first, claims))
 
 
 def with_open_requests(traffic: Traffic, finished: Finished, started: float, counted_prompt: float,
@@ -153,15 +189,18 @@ def with_open_requests(traffic: Traffic, finished: Finished, started: float, cou
     started (first tokens) less finished, with the counted prompt tokens less the finished ones', and an output
     of twice the window's generated tokens, more than any one request generated in it (the feeder caps it at
     the context length). Finished requests that started before the window make the count a lower bound."""
-    unfinished = math.floor(started - finished.requests + 0.5)
+    unfinished = max(0, math.floor(started - finished.requests + 0.5))
+    claims: tuple[tuple[Claim, ...], ...] = ()
+    if math.isfinite(finished.seconds_per_token):  # the decoders' own pace, not the running gauge's
+        seconds_per_token = finished.seconds_per_token
+    if traffic.first_tokens and finished.finishes and math.isfinite(seconds_per_token):
+        claims = claimed_outputs(tuple((end, count) for _, end, count, _, _ in traffic.first_tokens), finished,
+                                 traffic.output_lengths, traffic.output_scale, seconds_per_token, unfinished)
+    traffic = replace(traffic, claimed=claims)
     left = counted_prompt - finished.prompt_tokens
     if unfinished < 1 or not math.isfinite(left) or left < unfinished:
         return traffic
-    by_interval: tuple[int, ...] = ()
-    if traffic.first_tokens and finished.finishes and math.isfinite(seconds_per_token):
-        by_interval = unfinished_slots(tuple((end, count) for _, end, count, _, _ in traffic.first_tokens), finished,
-                                       traffic.output_lengths, traffic.output_scale, seconds_per_token,
-                                       unfinished)
+    by_interval = tuple(count - len(c) for (_, _, count, _, _), c in zip(traffic.first_tokens, claims))
     return replace(traffic, open_requests=float(unfinished), open_prompt_tokens=left / unfinished,
                    open_output_tokens=int(2 * max(generated, 1.0)), open_by_interval=by_interval,
                    notes=traffic.notes + (

@@ -63,7 +63,7 @@ from pdcensus.series.profiles import Signal
 from pdcensus.sim.fitted import TraceRequest
 from pdcensus.whatif import counted
 from pdcensus.whatif.arrivals import first_tokens, restarts_from
-from pdcensus.whatif.lengths import (Finished, draw_in_bucket, draw_length, expected_length, lognormal,
+from pdcensus.whatif.lengths import (Claim, Finished, draw_in_bucket, draw_length, expected_length, lognormal,
                                      long_prompt_size, scaled_count, with_open_requests)
 
 BLOCK_SECONDS = 15.0
@@ -124,6 +124,9 @@ class Traffic:
     open_prompt_tokens: float = 0.0
     open_output_tokens: int = 0
     open_by_interval: tuple[int, ...] = ()  # per first_tokens interval, how many did not finish
+    # per first_tokens interval, the outputs (bucket's upper bound, mean or NaN) of the finished requests whose
+    # first token it was (pdcensus.whatif.lengths.claimed_outputs): a decoder's output goes where a decoder started
+    claimed: tuple[tuple[Claim, ...], ...] = ()
     # the same for prompts, where the prompt counter counts whole prompts with the requests (vLLM V1): a draw
     # inside the (2000, 5000] bucket is 3,500 on average, a live run's prompts there were 3,000
     prompt_scale: float = 1.0
@@ -149,10 +152,13 @@ class Traffic:
                     for _ in range(count)]
         if self.first_tokens and self.prompt_lengths:
             opened = self.open_by_interval or (0,) * len(self.first_tokens)
-            for (start, end, count, work, waits), still in zip(self.first_tokens, opened):
+            claimed = self.claimed or ((),) * len(self.first_tokens)
+            for (start, end, count, work, waits), still, outputs in zip(self.first_tokens, opened, claimed):
                 n = scaled_count(rng, count, load)
+                # at the recorded load each first token keeps the output of the finished request that claimed it
                 drawn = sorted(self._from_histograms(rng, start, end, n, work * n / count,
-                                                     min(n, scaled_count(rng, still, load)) if still else 0),
+                                                     min(n, scaled_count(rng, still, load)) if still else 0,
+                                                     outputs if n == count else ()),
                                key=lambda r: r.prompt_tokens)
                 # the longest prompt waited longest (its prefill is in its wait); a load above 1 repeats the waits
                 ranked = sorted(waits[i % count] for i in range(n))
@@ -203,18 +209,21 @@ class Traffic:
         return out
 
     def _from_histograms(self, rng: random.Random, start: float, end: float, count: int,
-                         work: float, opened: int | None = None) -> list[TraceRequest]:
+                         work: float, opened: int | None = None, outputs: tuple[Claim, ...] = ()) -> list[TraceRequest]:
         """A block's requests with lengths drawn from the window's histograms (paired where they are), of
         up to :data:`CANDIDATE_DRAWS` draws the first close to the block's work (else the closest), its prompts
         scaled to that work. ``opened``: how many of them do not finish in the window (None: drawn by the
-        unfinished requests' count beside the finished ones)."""
+        unfinished requests' count beside the finished ones); ``outputs``: the outputs of as many of the others
+        (:func:`pdcensus.whatif.lengths.claimed_outputs`), whose prompts are drawn given them."""
         best: list[tuple[float, float]] = []
         miss = math.inf
         for _ in range(CANDIDATE_DRAWS):
             if opened is None:
                 drawn = [self._draw_pair(rng) for _ in range(count)]
             else:
-                drawn = [self._draw_pair(rng, False) for _ in range(count - opened)] + \
+                given = outputs[:count - opened]
+                drawn = [self._given_output(rng, *o) for o in given] + \
+                    [self._draw_pair(rng, False) for _ in range(count - opened - len(given))] + \
                     [self._open(rng) for _ in range(opened)]
             off = abs(math.log(max(sum(p for p, _ in drawn), 1.0) / max(work, 1.0)))
             if off < miss:
@@ -225,6 +234,23 @@ class Traffic:
         scale = work / total if total > 0 else 1.0
         return [TraceRequest(rng.uniform(start, end), max(1, int(round(p * scale))), max(1, int(round(o))),
                              "histogram") for p, o in best]
+
+    def _given_output(self, rng: random.Random, upper: float, mean: float) -> tuple[float, float]:
+        """One finished request whose output is in the bucket with this upper bound (``mean``: its size, where
+        its interval says it; NaN: a draw inside the bucket): its prompt drawn from the prompt buckets paired
+        with that bucket (the prompt histogram where none is)."""
+        with_it = [(p, c) for p, o, c in self.length_pairs if o == upper and c > 0]
+        if with_it:
+            pick = rng.uniform(0.0, sum(c for _, c in with_it))
+            for p_upper, c in with_it:
+                if pick <= c:
+                    break
+                pick -= c
+            prompt = draw_in_bucket(rng, self.prompt_lengths, p_upper)
+        else:
+            prompt = draw_length(rng, self.prompt_lengths)
+        output = mean if math.isfinite(mean) else draw_in_bucket(rng, self.output_lengths, upper) * self.output_scale
+        return prompt * self.prompt_scale, output
 
     def _open(self, rng: random.Random) -> tuple[float, float]:
         """One request that does not finish inside the window: its prompt, and an output that outlives it."""
