@@ -7,8 +7,10 @@ so the table can be rebuilt after the census changes without rerunning vLLM::
 
     .venv/bin/python bench/vllm_live_table.py /tmp/vllm-live/*/
 
-Columns: clients' depth (per-stream decode while a long prompt was pending / otherwise), the
-decoders' time lost to it, the share of decoding time in gaps over 2 s, and in all gaps beyond 3x
+Columns: clients' depth (per-stream decode while a long prompt was pending / otherwise; and while it
+acted, from when its prefill began as the decoders felt it, :func:`pdcensus.engine.truth.acting_truth`:
+a prompt that waited for admission is pending while the decoders run at full pace), the decoders'
+time lost to it (the same two ways; the census's depth and sharing loss are set against the acting ones), the share of decoding time in gaps over 2 s, and in all gaps beyond 3x
 the clients' clean gap (each gap's excess over it: every cause's slow time, stalls shorter than
 2 s included), and the share of gaps under 1 ms (tokens the server wrote together: it lagged the engine, so
 the clients' timing there is the server's), and the gaps over 1 s the clients saw beside the engine's own
@@ -31,6 +33,9 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+from pdcensus.engine.streams import RequestRecord
+from pdcensus.engine.truth import Truth, acting_truth
 
 # the cause each run was built from (bench/vllm_live.py), the headline a right census gives
 CAUSE = {"preemption": "preemption-stall", "blocks": "preemption-stall", "seqs": "preemption-stall", "none": "none",
@@ -122,6 +127,12 @@ def _rate(truth: dict[str, Any]) -> float:
     return float(rate) if isinstance(rate, (int, float)) else math.nan
 
 
+def acting(folder: Path, start: float, end: float) -> Truth:
+    """The clients' truth with each prompt's window from when its prefill began as the decoders felt it."""
+    records = [RequestRecord(**json.loads(line)) for line in (folder / "requests.jsonl").read_text().splitlines()]
+    return acting_truth(records, start, end)
+
+
 def row(folder: Path) -> tuple[str, float, bool]:
     """The table's line, the confidence, whether the headline is the run's cause."""
     truth = json.loads((folder / "truth.json").read_text())
@@ -129,19 +140,22 @@ def row(folder: Path) -> tuple[str, float, bool]:
     v, losses = c["verdict"], c["losses"]
     itl = next((e["value"] for e in v["evidence"] if e["rule"] == "itl-depth"), None)
     flags = " ".join(json.loads((folder / "server_args.json").read_text()))
-    depth, felt = truth.get("ratio"), itl
+    act = acting(folder, truth["start"], truth["end"])
+    pending = truth.get("ratio")
+    depth, felt = act.ratio, itl
     gaps = client_gaps(folder, truth["start"], truth["end"])
-    off = (f"{(felt / depth - 1):+.0%}" if isinstance(felt, float) and isinstance(depth, float) and depth > 0
-           and math.isfinite(felt) and math.isfinite(depth) else "-")
+    off = " / ".join(f"{(felt / d - 1):+.0%}" if isinstance(felt, float) and isinstance(d, float) and d > 0
+                     and math.isfinite(felt) and math.isfinite(d) else "-" for d in (pending, depth))
     lost_share = truth.get("decode_time_lost_share")
     cause = cause_of(folder.name, c["preemption"]["total"],
                      float(lost_share) if isinstance(lost_share, (int, float)) else math.nan)
     # where the cause is none, a verdict that finds only minor mechanisms (nothing to act on) is right too
     right = v["mechanism"] == cause or (cause == "none" and all(f["severity"] == "minor" for f in v["found"]))
-    lost, sharing = truth.get("decode_time_lost_share"), losses["step_time_sharing"]
-    loss_off = (f" ({sharing / lost - 1:+.0%})" if isinstance(lost, float) and isinstance(sharing, float)
-                and math.isfinite(lost) and lost > 0 and math.isfinite(sharing) else "")
-    line = (f"| {folder.name} | {flags} | {_f(depth)} | {_f(lost)} | "
+    lost, sharing = act.decode_time_lost_share, losses["step_time_sharing"]
+    loss_off = (" (" + " / ".join(f"{sharing / x - 1:+.0%}" for x in (lost_share, lost)) + ")"
+                if all(isinstance(x, float) and math.isfinite(x) and x > 0 for x in (lost_share, lost))
+                and isinstance(sharing, float) and math.isfinite(sharing) else "")
+    line = (f"| {folder.name} | {flags} | {_f(pending)} / {_f(depth)} | {_f(lost_share)} / {_f(lost)} | "
             f"{_f(truth['stalls']['stalled_share'])} | {_f(beyond_clean(gaps, _rate(truth)))} | {_f(read_together(gaps))} | "
             f"{sum(g > 1.0 for g in gaps)} / {_f(engine_gaps_over(folder, truth['start'], truth['end']), '.0f')} | "
             f"{v['mechanism']} {v['confidence']:.2f} | {_f(felt)} ({off}) | "
@@ -153,9 +167,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("folders", nargs="+", type=Path)
     opts = parser.parse_args()
-    print("| run | flags | clients: depth | clients: lost | clients: stalled | clients: beyond 3x clean gap | "
-          "clients: read together | gaps over 1 s: clients / engine | census verdict, confidence | census depth (ITL; vs clients) | "
-          "census loss: sharing (vs clients' lost) / preemption / eviction |")
+    print("| run | flags | clients: depth, pending / acting | clients: lost, pending / acting | clients: stalled | clients: beyond 3x clean gap | "
+          "clients: read together | gaps over 1 s: clients / engine | census verdict, confidence | census depth (ITL; vs clients pending / acting) | "
+          "census loss: sharing (vs clients' lost pending / acting) / preemption / eviction |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     sure = right = 0
     for folder in opts.folders:

@@ -12,6 +12,13 @@ decoding streams:
 - inter-token gaps (between consecutive tokens of one request), p50 and p99, split by whether
   the gap ends inside a window.
 
+A prompt that waits for admission (a full batch, a KV cache too small) is pending while the
+decoders run at full pace, which dilutes the collapse of its window. So beside it, the prompt's
+*acting* window (:func:`acting_truth`) starts when its prefill began as the decoders felt it: the
+first moment after it was sent at which at least half of the decoding streams were inside a gap of
+over :data:`ACTING_GAP` clean gaps (a chunk step delays every decoder at once; a preempted stream's
+stall delays one), where there is such a moment, else when it was sent.
+
 Every number is measured on the client, never read from the server's metrics: it is what the
 census is checked against.
 """
@@ -26,6 +33,8 @@ from typing import Any
 import numpy as np
 
 from pdcensus.engine.streams import RequestRecord
+
+ACTING_GAP = 3.0  # a decoder's gap over this many clean gaps: a step that carried prefill, or a stall
 
 
 @dataclass(frozen=True)
@@ -91,11 +100,60 @@ def _span(seconds: float, stream_seconds: float, tokens: int, gaps: np.ndarray) 
 
 
 def measure_truth(records: Sequence[RequestRecord], start: float, end: float) -> Truth:
-    """The truth over ``[start, end]`` (the census window)."""
+    """The truth over ``[start, end]`` (the census window), each prompt's window from when it was sent."""
+    return _truth_over(records, start, end, {id(r): r.started for r in records})
+
+
+def acting_truth(records: Sequence[RequestRecord], start: float, end: float) -> Truth:
+    """The truth over ``[start, end]``, each prompt's window from when its prefill began as the decoders felt it
+    (the module docstring); the clean gap is the median gap outside the windows from when prompts were sent."""
+    clean = measure_truth(records, start, end).outside.gap_p50_seconds
+    if not (math.isfinite(clean) and clean > 0):
+        return measure_truth(records, start, end)
+    decoders = [np.asarray(r.token_times) for r in records if r.kind == "decode" and len(r.token_times) >= 2]
+    began = {}
+    for r in records:
+        if r.kind != "prompt" or r.error:
+            continue
+        done = r.first_token if r.token_times else end
+        # the decoders' tokens inside the pending window, latest first (those of the step that gave the prompt its
+        # first token, a clean gap or less before it, left out): walk back while most decoders are inside a long
+        # gap there (the steps that carried this prompt's chunks), and stop at the first moment they were not
+        # (it waited for admission before that); slowed throughout: from when it was sent. Never slowed: the step
+        # that gave it its first token (from the decoders' last token before it), or, cut before its first token,
+        # it never acted in the window
+        moments = sorted({float(x) for t in decoders for x in t if r.started <= x < done - clean}, reverse=True)
+        slowed = [_most_in_long_gaps(decoders, c, ACTING_GAP * clean) for c in moments]
+        acted = next((i for i, slow in enumerate(slowed) if not slow), len(moments))
+        if acted == len(moments):
+            began[id(r)] = r.started
+        elif acted > 0:
+            began[id(r)] = moments[acted - 1]
+        else:
+            began[id(r)] = moments[0] if r.token_times else done
+    return _truth_over(records, start, end, began)
+
+
+def _most_in_long_gaps(decoders: list[np.ndarray], moment: float, long: float) -> bool:
+    """At least half of the streams decoding at ``moment`` are inside a gap longer than ``long`` seconds (the gap
+    that begins at or spans ``moment``)."""
+    active = stalled = 0
+    for t in decoders:
+        if not (t[0] <= moment < t[-1]):
+            continue
+        active += 1
+        i = int(np.searchsorted(t, moment, side="right"))  # t[i - 1] <= moment < t[i]
+        stalled += bool(t[i] - t[i - 1] > long)
+    return active > 0 and 2 * stalled >= active
+
+
+def _truth_over(records: Sequence[RequestRecord], start: float, end: float, began: dict[int, float]) -> Truth:
+    """The truth with each prompt's window from ``began[id(prompt)]`` to its first token."""
     prompts = [r for r in records if r.kind == "prompt" and r.token_times and not r.error]
     # a prompt still without its first token when the load was cut processed until the end
     unanswered = [r for r in records if r.kind == "prompt" and not r.token_times and not r.error and r.started < end]
-    windows = merge([(r.started, r.first_token) for r in prompts] + [(r.started, end) for r in unanswered])
+    windows = merge([(began.get(id(r), r.started), r.first_token) for r in prompts] +
+                    [(began.get(id(r), r.started), end) for r in unanswered])
     windows = [(max(a, start), min(b, end)) for a, b in windows if b > start and a < end]
     window_seconds = overlap(start, end, windows)
     in_tokens = out_tokens = 0

@@ -39,7 +39,7 @@ from pdcensus.census.model import CensusReport
 from pdcensus.engine.experiment import LOAD_ATTEMPTS, _proc_cmdline, retry_seed, scrape_gap_discards, window_start
 from pdcensus.engine.stalls import Stalls, measure_stalls
 from pdcensus.engine.streams import RequestRecord, records_to_jsonl
-from pdcensus.engine.truth import Truth, measure_truth
+from pdcensus.engine.truth import Truth, acting_truth, measure_truth
 from pdcensus.engine.vllm_load import VllmPlan, run_vllm_load
 from pdcensus.engine.vllm_server import VllmPython, VllmServer, locate_vllm_python
 from pdcensus.errors import SourceUnreachableError
@@ -142,8 +142,9 @@ class VllmLive:
                 break
         (out / "requests.jsonl").write_text(records_to_jsonl(records))
         truth, stalls = measure_truth(records, start, end), measure_stalls(records, start, end)
-        (out / "truth.json").write_text(json.dumps({**truth.to_dict(), "stalls": stalls.to_dict()},
-                                                   indent=2, allow_nan=True) + "\n")
+        acting = acting_truth(records, start, end)  # each prompt's window from when its prefill began
+        (out / "truth.json").write_text(json.dumps({**truth.to_dict(), "stalls": stalls.to_dict(),
+                                                    "acting": acting.to_dict()}, indent=2, allow_nan=True) + "\n")
         offline = ["pdcensus", "census", str(out / "metrics.om"), "--start", repr(start), "--end", repr(end)]
         (out / "window.json").write_text(json.dumps({"t0": t0, "start": start, "end": end, "attempt": attempt,
                                                      "seed": retry_seed(plan.seed, attempt),
