@@ -40,7 +40,8 @@ from pdcensus.sources.vllm_build import vllm_build
 from pdcensus.whatif.knobs import Knob, engine_family, knobs_from_argv, radiance_flags_from_argv
 from pdcensus.whatif.measure import WindowFigures
 from pdcensus.whatif.lengths import Finished
-from pdcensus.whatif.traffic import Traffic, fit_traffic
+from pdcensus.whatif.traffic import Traffic
+from pdcensus.whatif.traffic_fit import fit_traffic
 from pdcensus.whatif.vllm_knobs import SIM_BLOCKS, SIM_BUSY, THRESHOLD, chunk_flags
 from pdcensus.whatif.vllm_knobs import argv_flags as vllm_argv_flags
 

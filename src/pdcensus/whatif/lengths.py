@@ -30,17 +30,13 @@ from __future__ import annotations
 import bisect
 import math
 import random
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
 
 import numpy as np
 
 from pdcensus.series.engine_ledger import term_increases
 from pdcensus.series.model import Endpoint
 from pdcensus.series.profiles import LedgerTerm
-
-if TYPE_CHECKING:
-    from pdcensus.whatif.traffic import Traffic
 
 PROMPT_LENGTHS, OUTPUT_LENGTHS = "vllm:request_prompt_tokens", "vllm:request_generation_tokens"
 INTER_TOKEN = "vllm:inter_token_latency_seconds"
@@ -183,30 +179,39 @@ def unfinished_slots(first: tuple[tuple[float, int], ...], finished: Finished,
     return tuple(k - len(c) for (_, k), c in zip(first, claims))
 
 
-def with_open_requests(traffic: Traffic, finished: Finished, started: float, counted_prompt: float,
-                        generated: float, seconds_per_token: float) -> Traffic:
-    """The traffic with the window's unfinished requests as their own class (see :mod:`pdcensus.whatif.lengths`):
-    started (first tokens) less finished, with the counted prompt tokens less the finished ones', and an output
-    of twice the window's generated tokens, more than any one request generated in it (the feeder caps it at
-    the context length). Finished requests that started before the window make the count a lower bound."""
+@dataclass(frozen=True)
+class Unfinished:
+    """The window's unfinished requests as a class of their own, and which first token each finished one claimed."""
+
+    claimed: tuple[tuple[Claim, ...], ...] = ()  # per first-token interval (:func:`claimed_outputs`)
+    count: float = 0.0  # started less finished
+    prompt_tokens: float = 0.0  # each one's mean prompt: the counted prompt tokens the finished ones leave over
+    output_tokens: int = 0  # an output that outlives the window
+    by_interval: tuple[int, ...] = ()  # per first-token interval, how many did not finish
+    note: str = ""
+
+
+def unfinished_class(first: tuple[tuple[float, int], ...], outputs: tuple[tuple[float, float], ...],
+                     output_scale: float, finished: Finished, started: float, counted_prompt: float,
+                     generated: float, seconds_per_token: float) -> Unfinished:
+    """The unfinished requests (see the module docstring): started (first tokens) less finished, with the counted
+    prompt tokens less the finished ones', and an output of twice the window's generated tokens, more than any one
+    request generated in it (the feeder caps it at the context length); finished requests that started before the
+    window make the count a lower bound. ``first``: per first-token interval, ``(end seconds, requests)``."""
     unfinished = max(0, math.floor(started - finished.requests + 0.5))
     claims: tuple[tuple[Claim, ...], ...] = ()
     if math.isfinite(finished.seconds_per_token):  # the decoders' own pace, not the running gauge's
         seconds_per_token = finished.seconds_per_token
-    if traffic.first_tokens and finished.finishes and math.isfinite(seconds_per_token):
-        claims = claimed_outputs(tuple((end, count) for _, end, count, _, _ in traffic.first_tokens), finished,
-                                 traffic.output_lengths, traffic.output_scale, seconds_per_token, unfinished)
-    traffic = replace(traffic, claimed=claims)
+    if first and finished.finishes and math.isfinite(seconds_per_token):
+        claims = claimed_outputs(first, finished, outputs, output_scale, seconds_per_token, unfinished)
     left = counted_prompt - finished.prompt_tokens
     if unfinished < 1 or not math.isfinite(left) or left < unfinished:
-        return traffic
-    by_interval = tuple(count - len(c) for (_, _, count, _, _), c in zip(traffic.first_tokens, claims))
-    return replace(traffic, open_requests=float(unfinished), open_prompt_tokens=left / unfinished,
-                   open_output_tokens=int(2 * max(generated, 1.0)), open_by_interval=by_interval,
-                   notes=traffic.notes + (
-                       f"{unfinished:.0f} of the {started:.0f} requests that started in the window did not finish in "
-                       f"it (first tokens less finished requests): drawn beside the finished ones, ~"
-                       f"{left / unfinished:,.0f}-token prompts that do not end inside the window",))
+        return Unfinished(claims)
+    by_interval = tuple(count - len(c) for (_, count), c in zip(first, claims))
+    return Unfinished(claims, float(unfinished), left / unfinished, int(2 * max(generated, 1.0)), by_interval,
+                      f"{unfinished:.0f} of the {started:.0f} requests that started in the window did not finish in "
+                      f"it (first tokens less finished requests): drawn beside the finished ones, ~"
+                      f"{left / unfinished:,.0f}-token prompts that do not end inside the window")
 
 
 def pair_counts(prompts: np.ndarray, outputs: np.ndarray) -> np.ndarray:
