@@ -17,7 +17,7 @@ from pdcensus.whatif.lengths import (Finished, claimed_outputs, expected_length,
 from pdcensus.whatif.knobs import parse_knobs
 from pdcensus.whatif.measure import _median_pace, measure, read_window, span_rates, stalled_share
 from pdcensus.whatif.population import clients_for, clients_note, closed_loop_warning, closed_population
-from pdcensus.whatif.run import preemption_gap_warning
+from pdcensus.whatif.run import CalibratedTwin, preemption_gap_warning
 from pdcensus.whatif.traffic import Traffic
 
 
@@ -233,3 +233,50 @@ def test_each_first_token_keeps_the_output_of_the_finished_request_that_began_th
     for seed in range(20):
         trace = sorted(traffic.trace(seed), key=lambda r: r.arrival_seconds)
         assert [r.output_tokens for r in trace] == [300, 1, 1]
+
+
+def _prompt_in_most_scrapes(rows: int = 55, d: float = 0.05, c: float = 0.005, prompt: int = 100):
+    """3 decoders at a ``d`` s decode-only step; a ``prompt``-token prompt (``c`` s a token) in 5 of every 6 scrapes,
+    whose step begins 0.3 s before the scrape after a prompt-free one (so that one counts fewer steps)."""
+    builder = RecordingBuilder("prompts")
+    labels = (("instance", "a:1"), ("job", "vllm"), ("model_name", "m"), ("engine", "0"))
+    totals = np.zeros(7)  # steps, generated, ITL seconds, ITL tokens, prompt tokens, first tokens, TTFT seconds
+    rows_of: list[np.ndarray] = []
+    for i in range(rows):
+        if i and i % 6 == 0:
+            n = round(0.7 / d)
+            totals += [n, 3 * n, 3 * n * d, 3 * n, 0, 0, 0]
+        elif i:
+            head = 0.3 if i % 6 == 1 else 0.0
+            n = round((1.0 - (prompt * c + d - head)) / d) + 1
+            totals += [n, 3 * n + 1, 3 * ((n - 1) * d + d + prompt * c), 3 * n, prompt, 1, d + prompt * c]
+        rows_of.append(totals.copy())
+    cols = np.array(rows_of).T
+    t = [float(i) for i in range(rows)]
+    for name, col in (("vllm:iteration_tokens_total_count", 0), ("vllm:iteration_tokens_total_sum", 1),
+                      ("vllm:generation_tokens_total", 1), ("vllm:inter_token_latency_seconds_sum", 2),
+                      ("vllm:inter_token_latency_seconds_count", 3), ("vllm:prompt_tokens_total", 4),
+                      ("vllm:prefix_cache_queries_total", 4), ("vllm:time_to_first_token_seconds_count", 5),
+                      ("vllm:time_to_first_token_seconds_sum", 6)):
+        builder.add_many(SeriesKey(name, labels), t, list(cols[col]))
+    for name, col, le in (("vllm:inter_token_latency_seconds_bucket", 3, "0.1"),
+                          ("vllm:time_to_first_token_seconds_bucket", 5, "1.0")):
+        for bound in (le, "+Inf"):
+            builder.add_many(SeriesKey(name, labels + (("le", bound),)), t, list(cols[col]))
+    for name, value in (("vllm:num_requests_running", 3.0), ("vllm:num_requests_waiting", 0.0),
+                        ("vllm:prefix_cache_hits_total", 0.0)):
+        builder.add_many(SeriesKey(name, labels), t, [value] * rows)
+    return builder.build()
+
+
+def test_with_a_prompt_in_nearly_every_scrape_the_twin_prices_steps_from_the_step_spans() -> None:
+    # too few prompt-free scrapes to time a decode-only step (no ledger); those there are held part of the next
+    # prompt's step, so their per-stream rate read a 0.071 s step, and the dose-response priced a prompt token at
+    # 1.8 ms: the decoders' inter-token pace where no prompt was counted is the step, and the busy spans' wall
+    # beyond their steps at it, per prompt token, the price
+    recording = _prompt_in_most_scrapes()
+    assert read_window(recording).signals.untimed_steps is not None
+    costs = CalibratedTwin(recording, argv=["vllm", "serve", "m"], seeds=1).calibration.costs
+    assert costs.decode_step_seconds == pytest.approx(0.05, rel=0.01)
+    assert costs.per_prefill_token_seconds == pytest.approx(0.005, rel=0.01)
+    assert "step spans" in costs.basis

@@ -36,6 +36,7 @@ from pdcensus.series.profiles import Signal
 from pdcensus.sim.cost_model import CostModel
 from pdcensus.sim.residency import ResidencyParams
 from pdcensus.sim.scheduler import KvAdmission
+from pdcensus.series.vllm_steps import clean_pace
 from pdcensus.sources.vllm_build import vllm_build
 from pdcensus.whatif.knobs import Knob, engine_family, knobs_from_argv, radiance_flags_from_argv
 from pdcensus.whatif.measure import WindowFigures
@@ -177,6 +178,12 @@ def fit_step_costs(read: ShapeRead, report: CensusReport, observed: WindowFigure
         scale = level / mean_step if mean_step > 0 else 1.0
         base, per_row, mean_step = base * scale, per_row * scale, level
     per_token, basis = math.nan, ""
+    spans = None if ledger.available else _spans_fit(read)
+    if spans is not None:
+        # no ledger (a prompt in nearly every scrape), but the counted steps' spans split each span's wall into its
+        # steps and its prompt tokens (the census's own fit, pdcensus.series.vllm_steps.prefill_cost)
+        scale = spans.decode_step_seconds / mean_step if mean_step > 0 else 1.0
+        base, per_row, mean_step = base * scale, per_row * scale, spans.decode_step_seconds
     # the census withholds a dose-response whose figures leave their domain (a stall or depth below 0) from its
     # verdict; the fit is still the twin's price: the figures inside their domain are kept, a stall below 0 is
     # no measurable stall (priced at 0, as before the census withheld it)
@@ -185,6 +192,10 @@ def fit_step_costs(read: ShapeRead, report: CensusReport, observed: WindowFigure
     fitted = dose is not None and (dose.available or withheld)
     if dose is not None and math.isfinite(dose.ledger_ms_per_1k_tokens) and dose.ledger_ms_per_1k_tokens > 0:
         per_token, basis = dose.ledger_ms_per_1k_tokens / 1e6, "ledger: (chunk step - decode-only step) per chunk token"
+    elif spans is not None:
+        per_token = spans.seconds_per_prompt_token
+        basis = (f"counted steps: the {spans.spans} busy step spans' wall beyond their steps at the decoders' "
+                 "inter-token pace where no prompt was counted, per prompt token")
     elif dose is not None and fitted and not dose.stable:
         raise DataError(f"cannot calibrate the prefill cost: no ledger chunk step, and the dose-response is "
                         f"unstable ({dose.reason})")
@@ -207,8 +218,47 @@ def fit_step_costs(read: ShapeRead, report: CensusReport, observed: WindowFigure
             per_token = max(0.1 * per_token, per_token - ub_seconds * passes / per_chunk)
             basis += f"; {passes} further micro-batch pass(es) per chunk step priced at the decode-only base"
     basis = f"decode-only step: fit of 1/per-stream on running over {n} intervals" + \
-        (" scaled to the ledger's mean" if ledger.available else "") + f"; prefill: {basis}"
+        (" scaled to the ledger's mean" if ledger.available else " scaled to the step spans' fit" if spans else "") + \
+        f"; prefill: {basis}"
     return StepCosts(mean_step, base, per_row, per_token, ubatch_tokens, ub_seconds, basis, identified, spread)
+
+
+@dataclass(frozen=True)
+class SpansFit:
+    """The decode-only step and the price of a prompt token over the counted steps' spans (no ledger)."""
+
+    decode_step_seconds: float
+    seconds_per_prompt_token: float
+    spans: int
+
+
+def _spans_fit(read: ShapeRead) -> SpansFit | None:
+    """Where vLLM counts its steps but too few scrapes are free of prefill to time a decode-only step (the census's
+    untimed steps): the decode-only step is the decoders' inter-token pace (``_sum / _count``) in the spans that
+    counted no prompt token, and a prompt token's price is what the busy spans' wall leaves over their steps at
+    that pace, per prompt token (totals, so a step in flight at a scrape is not charged to the wrong span: a least
+    squares over the spans' walls read 0.119 s a step where the clients' clean gap was 0.059 s). None elsewhere,
+    or where either is not positive. On a live run of a 200-token prompt in every scrape beside 3 decoders, the
+    idle intervals the twin's step is otherwise read from were the scrapes a chunk step cut (0.43 s a step), and
+    prefill was priced at 0 (the dose-response's stall fell outside its domain)."""
+    s = read.signals
+    untimed, prompt = s.untimed_steps, s.increase(Signal.PROMPT_TOKENS)
+    if untimed is None or prompt is None:
+        return None
+    cs = untimed.steps
+    dt = np.asarray(s.interval_seconds, dtype=np.float64)
+    tokens = np.nan_to_num(np.asarray(prompt, dtype=np.float64))
+    preempted = s.increase(Signal.PREEMPTIONS)
+    ok = cs.busy & np.isfinite(dt) & np.isfinite(cs.steps) & ~(np.nan_to_num(preempted) > 0 if preempted is not None
+                                                                else np.zeros(s.n, dtype=bool))
+    by_span = np.zeros(s.n)
+    np.add.at(by_span, cs.span, np.where(ok, tokens, 0.0))
+    step = clean_pace(cs, (by_span[cs.span] <= 0) & ok, ok)
+    wall, steps, work = float(np.sum(dt[ok])), float(np.nansum(cs.steps[ok])), float(np.sum(tokens[ok]))
+    if not (math.isfinite(step) and step > 0 and work > 0):
+        return None
+    price = (wall - step * steps) / work
+    return SpansFit(step, price, int(np.unique(cs.span[ok]).size)) if price > 0 else None
 
 
 def _batch_limit(read: ShapeRead) -> tuple[int, str]:

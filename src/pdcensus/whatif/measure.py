@@ -186,9 +186,12 @@ def measure(read: ShapeRead, edges: tuple[float, ...] | None = None, *,
     if s.decode_tokens_per_second is None or s.prefill_tokens_per_second is None:
         raise DataError("no decode/prefill signal in the analysed shape: nothing to calibrate on")
     decode, prefill = s.decode_tokens_per_second, s.prefill_tokens_per_second
-    if s.counted_steps is not None:
+    # the step spans, timed or not (a prompt in nearly every scrape leaves no decode-only step to time, but a
+    # second inside a long step is still that step's)
+    spans = s.counted_steps if s.counted_steps is not None else s.untimed_steps.steps if s.untimed_steps else None
+    if spans is not None:
         dt = np.nan_to_num(s.interval_seconds, nan=0.0)
-        decode, prefill = span_rates(s.counted_steps.span, s.counted_steps.busy, dt, decode, prefill)
+        decode, prefill = span_rates(spans.span, spans.busy, dt, decode, prefill)
     running = s.gauge(Signal.RUNNING)
     a = assign_buckets(prefill) if edges is None else assign_on_edges(prefill, edges,
                                                                       idle_at_threshold=idle_at_threshold)
