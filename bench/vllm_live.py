@@ -102,6 +102,11 @@ SCENARIOS: dict[str, tuple[tuple[str, ...], dict[str, Any]]] = {
     "holdout-seqs": (BASE_ARGS + ("--max-num-seqs", "4"),
                      {"decoders": 4, "decoder_prompt_tokens": 64, "max_tokens": 500, "prompt_tokens": 2000,
                       "prompt_max_tokens": 8, "prompt_gap_seconds": 2.0, "seed": 21}),
+    # ... and a long-prefill threshold far under a large budget: a long prompt is cut into the threshold's chunks
+    # while the decoders run (recorded after the twin's step-end stats and the acting client truth were written)
+    "holdout-lpt": (BASE_ARGS + ("--max-num-batched-tokens", "4096", "--long-prefill-token-threshold", "512"),
+                    {"decoders": 5, "decoder_prompt_tokens": 40, "max_tokens": 500, "prompt_tokens": 2200,
+                     "prompt_max_tokens": 8, "prompt_gap_seconds": 2.5, "seed": 22}),
     "holdout-preemption": (("--num-gpu-blocks-override", "20", "--max-model-len", "2048",
                             "--max-num-batched-tokens", "1024"),
                            {"decoders": 8, "decoder_prompt_tokens": 400, "max_tokens": 700, "phases": (), "seed": 12}),
