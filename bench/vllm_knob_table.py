@@ -13,7 +13,9 @@ over the recording's own value), or why whatif refused. Usage::
 
 Figures (clients' truth, ``truth.json``; whatif's figure beside it): per-stream decode while a long
 prompt waits for its first token (``during``; whatif: the decoders' pace from the inter-token
-histogram in step spans with prefill) and outside (``outside``; the same without prefill), the
+histogram in step spans with prefill), the same from when its prefill began as the decoders felt it
+(``acting``: a prompt that waits for admission is pending while the decoders run at full pace) and
+outside (``outside``; the same without prefill), the
 inter-token gap p50 / p99 during (ITL p50 / p99 while prefill runs) and outside (ITL p50 / p99 of
 the window), the share of decoding time in gaps over 2 s (whatif: of the waiting in gaps of 2.5 s or more) and the long
 prompts' TTFT median (TTFT p50 while prefill runs). A figure neither run has (no long prompts beside
@@ -30,6 +32,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pdcensus.engine.streams import RequestRecord
+from pdcensus.engine.truth import acting_truth
 from pdcensus.errors import CensusError
 from pdcensus.sources.load import load_source
 from pdcensus.whatif import what_if
@@ -39,6 +43,8 @@ IGNORED = frozenset({"--port", "--host"})
 # (label, truth reader, whatif figure)
 FIGURES: tuple[tuple[str, Callable[[dict[str, Any]], float], str], ...] = (
     ("per-stream decode during prefill (tok/s)", lambda t: t["during"]["per_stream_tokens_per_second"],
+     "felt_busy_tokens_per_second"),
+    ("per-stream decode while a prompt acts (tok/s)", lambda t: t["acting"]["during"]["per_stream_tokens_per_second"],
      "felt_busy_tokens_per_second"),
     ("per-stream decode outside prefill (tok/s)", lambda t: t["outside"]["per_stream_tokens_per_second"],
      "felt_idle_tokens_per_second"),
@@ -51,6 +57,16 @@ FIGURES: tuple[tuple[str, Callable[[dict[str, Any]], float], str], ...] = (
     ("prompt TTFT median (s)", lambda t: statistics.median(t["prompt_ttft_seconds"]) if t.get("prompt_ttft_seconds")
      else math.nan, "busy_ttft_p50_seconds"),
 )
+
+
+def truth_of(run: Path) -> dict[str, Any]:
+    """The run's ``truth.json``, with its ``acting`` truth computed from ``requests.jsonl`` where an older run
+    did not write one (:func:`pdcensus.engine.truth.acting_truth`)."""
+    truth: dict[str, Any] = json.loads((run / "truth.json").read_text())
+    if "acting" not in truth:
+        records = [RequestRecord(**json.loads(line)) for line in (run / "requests.jsonl").read_text().splitlines()]
+        truth["acting"] = acting_truth(records, truth["start"], truth["end"]).to_dict()
+    return truth
 
 
 def argv_of(run: Path) -> list[str]:
@@ -85,7 +101,7 @@ def main() -> int:
     parser.add_argument("after", type=Path, nargs="+")
     parser.add_argument("--seeds", type=int, default=4)
     opts = parser.parse_args()
-    before_argv, before_truth = argv_of(opts.before), json.loads((opts.before / "truth.json").read_text())
+    before_argv, before_truth = argv_of(opts.before), truth_of(opts.before)
     recording = load_source(opts.before / "metrics.om")
     print(f"before: {opts.before.name}")
     observed_before = observe(recording, None)[1]
@@ -97,7 +113,7 @@ def main() -> int:
             print(f"| {run.name} | - | not finished (no truth.json) | | | | |")
             continue
         sets = knob_change(before_argv, argv_of(run))
-        truth = json.loads((run / "truth.json").read_text())
+        truth = truth_of(run)
         observed_after = observe(load_source(run / "metrics.om"), None)[1]
         try:
             result = what_if(recording, sets, argv=before_argv, seeds=opts.seeds)
