@@ -10,8 +10,8 @@ so the table can be rebuilt after the census changes without rerunning vLLM::
 Columns: clients' depth (per-stream decode while a long prompt was pending / otherwise; and while it
 acted, from when its prefill began as the decoders felt it, :func:`pdcensus.engine.truth.acting_truth`:
 a prompt that waited for admission is pending while the decoders run at full pace), the decoders'
-time lost to it (the same two ways; the census's depth and sharing loss are set against both
-), the share of decoding time in gaps over 2 s, and in all gaps beyond 3x
+time lost to it (the same two ways; the census's depth and sharing loss are set against both), the
+share of decoding time in gaps over 2 s, and in all gaps beyond 3x
 the clients' clean gap (each gap's excess over it: every cause's slow time, stalls shorter than
 2 s included), and the share of gaps under 1 ms (tokens the server wrote together: it lagged the engine, so
 the clients' timing there is the server's), and the gaps over 1 s the clients saw beside the engine's own
