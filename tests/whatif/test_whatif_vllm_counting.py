@@ -12,8 +12,7 @@ from pdcensus.census.signals import Histogram
 from pdcensus.series.model import RecordingBuilder, SeriesKey
 from pdcensus.series.vllm_steps import step_spans
 from pdcensus.whatif.arrivals import split_wait
-from pdcensus.whatif.lengths import (Finished, claimed_outputs, expected_length, finished_requests, pair_counts,
-                                     unfinished_slots)
+from pdcensus.whatif.lengths import Finished, claimed_outputs, expected_length, finished_requests, pair_counts
 from pdcensus.whatif.knobs import parse_knobs
 from pdcensus.whatif.measure import _median_pace, measure, read_window, span_rates, stalled_share
 from pdcensus.whatif.population import clients_for, clients_note, closed_loop_warning, closed_population
@@ -162,6 +161,14 @@ def test_a_change_of_admission_room_on_a_closed_population_with_a_queue_runs_the
     no_queue = _gauges([10.0] * 60, [0.0] * 60)
     seqs_knob = parse_knobs(["--max-num-seqs=4"], "vllm")
     assert clients_for(closed_population(no_queue), measure(no_queue), seqs_knob) is None
+
+
+def unfinished_slots(first: tuple[tuple[float, int], ...], finished: Finished,
+                     outputs: tuple[tuple[float, float], ...], output_scale: float, seconds_per_token: float,
+                     unfinished: int) -> tuple[int, ...]:
+    """Per first-token interval, the requests no finished one claimed (:func:`claimed_outputs`)."""
+    claims = claimed_outputs(first, finished, outputs, output_scale, seconds_per_token, unfinished)
+    return tuple(k - len(c) for (_, k), c in zip(first, claims))
 
 
 def test_requests_that_outlive_the_window_are_the_first_tokens_no_finished_request_claims() -> None:

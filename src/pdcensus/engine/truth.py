@@ -14,10 +14,12 @@ decoding streams:
 
 A prompt that waits for admission (a full batch, a KV cache too small) is pending while the
 decoders run at full pace, which dilutes the collapse of its window. So beside it, the prompt's
-*acting* window (:func:`acting_truth`) starts when its prefill began as the decoders felt it: the
-first moment after it was sent at which at least half of the decoding streams were inside a gap of
-over :data:`ACTING_GAP` clean gaps (a chunk step delays every decoder at once; a preempted stream's
-stall delays one), where there is such a moment, else when it was sent.
+*acting* window (:func:`acting_truth`) starts when its prefill began as the decoders felt it:
+walking back from its first token, the earliest moment from which at least half of the decoding
+streams were inside a gap of over :data:`ACTING_GAP` clean gaps throughout (a chunk step delays
+every decoder at once; a preempted stream's stall delays one). Slowed from when it was sent: from
+then; never slowed: the step that gave it its first token; cut before its first token and never
+slowed: it never acted in the window.
 
 Every number is measured on the client, never read from the server's metrics: it is what the
 census is checked against.
@@ -107,9 +109,10 @@ def measure_truth(records: Sequence[RequestRecord], start: float, end: float) ->
 def acting_truth(records: Sequence[RequestRecord], start: float, end: float) -> Truth:
     """The truth over ``[start, end]``, each prompt's window from when its prefill began as the decoders felt it
     (the module docstring); the clean gap is the median gap outside the windows from when prompts were sent."""
-    clean = measure_truth(records, start, end).outside.gap_p50_seconds
+    pending = measure_truth(records, start, end)
+    clean = pending.outside.gap_p50_seconds
     if not (math.isfinite(clean) and clean > 0):
-        return measure_truth(records, start, end)
+        return pending
     decoders = [np.asarray(r.token_times) for r in records if r.kind == "decode" and len(r.token_times) >= 2]
     began = {}
     for r in records:

@@ -36,7 +36,7 @@ from pdcensus.series.profiles import Signal
 from pdcensus.sim.cost_model import CostModel
 from pdcensus.sim.residency import ResidencyParams
 from pdcensus.sim.scheduler import KvAdmission
-from pdcensus.series.vllm_steps import clean_pace
+from pdcensus.series.vllm_steps import PrefillCost, clean_pace
 from pdcensus.sources.vllm_build import vllm_build
 from pdcensus.whatif.knobs import Knob, engine_family, knobs_from_argv, radiance_flags_from_argv
 from pdcensus.whatif.measure import WindowFigures
@@ -180,8 +180,8 @@ def fit_step_costs(read: ShapeRead, report: CensusReport, observed: WindowFigure
     per_token, basis = math.nan, ""
     spans = None if ledger.available else _spans_fit(read)
     if spans is not None:
-        # no ledger (a prompt in nearly every scrape), but the counted steps' spans split each span's wall into its
-        # steps and its prompt tokens (the census's own fit, pdcensus.series.vllm_steps.prefill_cost)
+        # no ledger (a prompt in nearly every scrape), but the counted steps' spans give the decode-only step and
+        # what a prompt token costs beside it (_spans_fit)
         scale = spans.decode_step_seconds / mean_step if mean_step > 0 else 1.0
         base, per_row, mean_step = base * scale, per_row * scale, spans.decode_step_seconds
     # the census withholds a dose-response whose figures leave their domain (a stall or depth below 0) from its
@@ -223,16 +223,7 @@ def fit_step_costs(read: ShapeRead, report: CensusReport, observed: WindowFigure
     return StepCosts(mean_step, base, per_row, per_token, ubatch_tokens, ub_seconds, basis, identified, spread)
 
 
-@dataclass(frozen=True)
-class SpansFit:
-    """The decode-only step and the price of a prompt token over the counted steps' spans (no ledger)."""
-
-    decode_step_seconds: float
-    seconds_per_prompt_token: float
-    spans: int
-
-
-def _spans_fit(read: ShapeRead) -> SpansFit | None:
+def _spans_fit(read: ShapeRead) -> PrefillCost | None:
     """Where vLLM counts its steps but too few scrapes are free of prefill to time a decode-only step (the census's
     untimed steps): the decode-only step is the decoders' inter-token pace (``_sum / _count``) in the spans that
     counted no prompt token, and a prompt token's price is what the busy spans' wall leaves over their steps at
@@ -258,7 +249,7 @@ def _spans_fit(read: ShapeRead) -> SpansFit | None:
     if not (math.isfinite(step) and step > 0 and work > 0):
         return None
     price = (wall - step * steps) / work
-    return SpansFit(step, price, int(np.unique(cs.span[ok]).size)) if price > 0 else None
+    return PrefillCost(step, price, int(np.unique(cs.span[ok]).size)) if price > 0 else None
 
 
 def _batch_limit(read: ShapeRead) -> tuple[int, str]:

@@ -171,14 +171,6 @@ def claimed_outputs(first: tuple[tuple[float, int], ...], finished: Finished,
     return tuple(tuple(c) for c in claims)
 
 
-def unfinished_slots(first: tuple[tuple[float, int], ...], finished: Finished,
-                     outputs: tuple[tuple[float, float], ...], output_scale: float,
-                     seconds_per_token: float, unfinished: int) -> tuple[int, ...]:
-    """Per first-token interval, how many of its requests did not finish in the window (:func:`claimed_outputs`)."""
-    claims = claimed_outputs(first, finished, outputs, output_scale, seconds_per_token, unfinished)
-    return tuple(k - len(c) for (_, k), c in zip(first, claims))
-
-
 @dataclass(frozen=True)
 class Unfinished:
     """The window's unfinished requests as a class of their own, and which first token each finished one claimed."""
