@@ -81,6 +81,10 @@ def verify_arm_command(
         "--tolerance", help="Relative tolerance around each prediction, and the rise any bucket's TTFT or ITL may "
                             "show where nothing predicted one (each on its family-wise interval: within only where "
                             "the whole interval lies inside the band).")] = DEFAULT_TOLERANCE,
+    whatif: Annotated[Optional[str], typer.Option(
+        "--whatif", help="A `pdcensus whatif BEFORE --set FLAG=VALUE --json` file for this arm: the gate allows "
+                         "each bucket's TTFT/ITL the ratio it predicted (the high end over seeds) and holds the busy "
+                         "per-stream decode to its prediction.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the verdict as JSON.")] = False,
 ) -> None:
     """Prove an arm engaged (the flag in argv, the counter it moves, the bucket pair), then gate on the prediction.
@@ -106,7 +110,7 @@ def verify_arm_command(
     elif Path(after, "cmdline").is_file():
         argv = read_argv(Path(after, "cmdline"))
     verdict = verify_arm(load_source(before), load_source(after), name, value, argv, instance,
-                         tolerance=tolerance)
+                         tolerance=tolerance, whatif=whatif)
     if as_json:
         typer.echo(json.dumps(verdict.to_dict(), indent=2))
     else:

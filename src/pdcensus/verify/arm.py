@@ -34,6 +34,7 @@ from pdcensus.series.profiles import Signal
 from pdcensus.verify import engaged, gate
 from pdcensus.verify.arm_args import DEFAULT_TOLERANCE
 from pdcensus.verify.batch_law import applies, batch_allowance
+from pdcensus.verify.forecast import read_forecast
 from pdcensus.verify.model import ArmObservation, ArmOutcome, ArmPrediction, ArmStep, ArmVerdict, StepStatus
 
 MIN_BUSY_SAMPLES = 8  # per window, busy scrapes with a per-stream rate
@@ -253,19 +254,22 @@ def interleave_prediction(value: str | None, before: Window, numbers: dict[str, 
 
 def verify_arm(before: Recording, after: Recording, flag: str, value: str | None = None,
                argv: Argv | None = None, instance: str | None = None,
-               before_flags: dict[str, str] | None = None, tolerance: float = DEFAULT_TOLERANCE) -> ArmVerdict:
+               before_flags: dict[str, str] | None = None, tolerance: float = DEFAULT_TOLERANCE,
+               whatif: str | None = None) -> ArmVerdict:
     """Argv, then the counter, then the bucket pair; the first failure names the verdict.
 
     An arm that engaged then passes the gate (:mod:`pdcensus.verify.gate`) only where every
     comparison's interval lies inside its band; one wholly outside makes it
     ``engaged-off-prediction``, one the data cannot place (straddling, too wide) ``inconclusive``.
     ``before_flags`` are the flags in effect in the before window (for the prediction's baseline
-    N; default: the knob at 0).
+    N; default: the knob at 0). ``whatif``: a ``pdcensus whatif --json`` file for this arm, whose
+    predicted ratios the gate allows (:mod:`pdcensus.verify.forecast`).
     """
     if not 0 < tolerance < 10:
         raise UsageError(f"tolerance must be a share above 0 (0.25 = 25 %), got {tolerance!r}")
     knob = get_knob(flag, engine_of_argv(argv.args) if argv is not None else None)  # the engine argv runs
     before_flags = before_flags or {}
+    forecast = read_forecast(whatif, knob, value) if whatif is not None else None
     w_before, w_after = read_window(before, instance), read_window(after, instance)
     steps = [check_argv(argv, knob.flag, value, knob.aliases), check_counter(knob, value, w_before, w_after)]
     pair_values = bucket_pair(w_before.signals, w_after.signals)
@@ -282,7 +286,8 @@ def verify_arm(before: Recording, after: Recording, flag: str, value: str | None
     allowance = batch_allowance((w_before.report, w_before.signals), w_after.signals) if applies(knob) else None
     comparisons = gate.compare_arm(w_before.signals, w_after.signals, pair_values.before_index,
                                    pair_values.after_index, tuple(r.bucket for r in pair_values.before.rows), predicted,
-                                   pair.numbers.get("busy_per_stream_before", math.nan), tolerance, allowance)
+                                   pair.numbers.get("busy_per_stream_before", math.nan), tolerance, allowance,
+                                   forecast if forecast is not None and forecast.refused is None else None)
     failed = next((s for s in steps if s.status is StepStatus.FAILED), None)
     unknown = next((s for s in steps if s.status is StepStatus.UNKNOWN), None)
     if failed is not None:
@@ -296,5 +301,7 @@ def verify_arm(before: Recording, after: Recording, flag: str, value: str | None
     if over and outcome is not ArmOutcome.NOT_ENGAGED:  # capacity before knobs (pdcensus.census.overload)
         reason += (f"; note: the endpoint is over capacity in the {' and '.join(over)} window (census): a knob "
                    "moves the wait, it cannot fix it")
+    if forecast is not None and outcome is not ArmOutcome.NOT_ENGAGED:
+        reason += f"; {forecast.note()}"
     return ArmVerdict(knob.flag, value, outcome, failed.name if failed else None, reason, tuple(steps),
-                      predicted, observed, tolerance, comparisons)
+                      predicted, observed, tolerance, comparisons, forecast.note() if forecast else None)

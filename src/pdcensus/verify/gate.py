@@ -47,6 +47,7 @@ from pdcensus.series.profiles import Signal
 from pdcensus.series.quantile import quantile_rows
 from pdcensus.verify.arm_args import DEFAULT_TOLERANCE
 from pdcensus.verify.batch_law import BatchAllowance
+from pdcensus.verify.forecast import Forecast
 from pdcensus.verify.model import ArmOutcome, ArmPrediction, Comparison, CompareStatus
 
 FAMILY_ALPHA = 0.10  # the whole gate's false-alarm share on noise, split over its comparisons
@@ -201,13 +202,16 @@ def _judged(p: Pending, level: float, tolerance: float) -> Comparison:
 
 
 def latency_pending(before: Side, after: Side, labels: Sequence[str], predicted_ttft_ratio: float | None = None,
-                    ttft_basis: str = "", itl_allowance: BatchAllowance | None = None) -> list[Pending]:
+                    ttft_basis: str = "", itl_allowance: BatchAllowance | None = None,
+                    forecast: Forecast | None = None) -> list[Pending]:
     """Every bucket's TTFT and ITL quantiles, after / before, and what was predicted for them.
 
     ``predicted_ttft_ratio`` applies to the busy buckets' TTFT (the prediction is made for the
     pooled busy bucket); ``itl_allowance`` to every bucket's ITL (the batch a KV-capacity arm
-    admitted, :mod:`pdcensus.verify.batch_law`); every other quantity is allowed 1.0: nothing
-    predicted it would rise.
+    admitted, :mod:`pdcensus.verify.batch_law`); a ``forecast`` (``--whatif``,
+    :mod:`pdcensus.verify.forecast`) to each quantity it predicted, after the advice's TTFT
+    prediction and before the batch law; every other quantity is allowed 1.0: nothing predicted
+    it would rise.
     """
     out: list[Pending] = []
     for signal, name, qs in LATENCIES:
@@ -223,8 +227,12 @@ def latency_pending(before: Side, after: Side, labels: Sequence[str], predicted_
             if signal is Signal.ITL and itl_allowance is not None:
                 predicted, allowed, basis = True, itl_allowance.ratio, itl_allowance.basis
             for q in qs:
-                out.append(_ratio_pending(f"{name} p{round(q * 100)}", label, _quantiles(ha, ma, after.weights, q),
-                                          _quantiles(hb, mb, before.weights, q), allowed, predicted, basis))
+                quantity = f"{name} p{round(q * 100)}"
+                told = forecast.latency_ratio(quantity, b > 0) if forecast is not None and not (
+                    predicted and signal is Signal.TTFT) else None  # the advice's own TTFT prediction first
+                out.append(_ratio_pending(quantity, label, _quantiles(ha, ma, after.weights, q),
+                                          _quantiles(hb, mb, before.weights, q), *(
+                                              (told[0], True, told[1]) if told else (allowed, predicted, basis))))
     return out
 
 
@@ -245,17 +253,21 @@ def _rate_pending(before_value: float, after: Side, busy: np.ndarray, predicted_
 def compare_arm(before: ShapeSignals, after: ShapeSignals, before_index: np.ndarray, after_index: np.ndarray,
                 labels: Sequence[str], predicted: ArmPrediction | None, busy_rate_before: float,
                 tolerance: float = DEFAULT_TOLERANCE,
-                itl_allowance: BatchAllowance | None = None) -> tuple[Comparison, ...]:
+                itl_allowance: BatchAllowance | None = None,
+                forecast: Forecast | None = None) -> tuple[Comparison, ...]:
     """Every comparison of the gate: the predictions first (rate, pooled TTFT p90), then each bucket's latencies.
 
     ``predicted`` is the before window's prediction for the arm (``arm.interleave_prediction``;
-    None for a knob with no numeric prediction: then every latency is allowed no rise).
+    None for a knob with no numeric prediction: then every latency is allowed no rise, unless a
+    ``forecast`` from ``whatif`` predicted it; the advice's own prediction comes first where both say).
     """
     b, a = side(before, before_index), side(after, after_index, seed=bootstrap.SEED + 1)
     pending: list[Pending] = []
     rate = predicted.busy_per_stream_tokens_per_second if predicted is not None else math.nan
+    why = "busy bucket mix under N, from the before ledger (advice.predict.busy_bucket_rate)"
+    if not math.isfinite(rate) and forecast is not None and forecast.busy_rate is not None:
+        rate, why = busy_rate_before * forecast.busy_rate[0], forecast.busy_rate[1]
     if math.isfinite(rate) and math.isfinite(busy_rate_before) and busy_rate_before > 0:
-        why = "busy bucket mix under N, from the before ledger (advice.predict.busy_bucket_rate)"
         pending.append(_rate_pending(busy_rate_before, a, after_index > 0, rate, why))
     ttft, basis = predicted.gate_ttft_ratio() if predicted is not None else (math.nan, "")
     hb, ha = before.histograms.get(Signal.TTFT), after.histograms.get(Signal.TTFT)
@@ -263,7 +275,8 @@ def compare_arm(before: ShapeSignals, after: ShapeSignals, before_index: np.ndar
         qa = _quantiles(ha, (after_index > 0).astype(float), a.weights, 0.9)
         qb = _quantiles(hb, (before_index > 0).astype(float), b.weights, 0.9)
         pending.append(_ratio_pending("TTFT p90", "busy", qa, qb, ttft, True, basis, two_sided=True))
-    pending.extend(latency_pending(b, a, labels, ttft if math.isfinite(ttft) else None, basis, itl_allowance))
+    pending.extend(latency_pending(b, a, labels, ttft if math.isfinite(ttft) else None, basis, itl_allowance,
+                                   forecast))
     level = FAMILY_ALPHA / max(1, sum(p.enough for p in pending))
     return tuple(_judged(p, level, tolerance) for p in pending)
 

@@ -155,6 +155,7 @@ class ArmVerdict:
     observed: ArmObservation | None = None
     tolerance: float = math.nan  # the gate's relative tolerance around each prediction
     comparisons: tuple[Comparison, ...] = ()
+    whatif: str | None = None  # what a --whatif file gave the gate (pdcensus.verify.forecast), or None
 
     def step(self, name: str) -> ArmStep | None:
         return next((s for s in self.steps if s.name == name), None)
@@ -172,4 +173,5 @@ class ArmVerdict:
             "observed": json_safe(self.observed.to_dict() if self.observed else {}),
             "tolerance": json_safe(self.tolerance),
             "comparisons": [c.to_dict() for c in self.comparisons],
+            "whatif": self.whatif,
         }

@@ -61,7 +61,11 @@ FIGURES: tuple[str, ...] = (
     "ttft_p50_seconds", "ttft_p90_seconds", "ttft_p99_seconds", "itl_p50_seconds", "itl_p99_seconds",
     "busy_ttft_p50_seconds", "busy_ttft_p90_seconds", "busy_itl_p50_seconds", "busy_itl_p99_seconds",
     "felt_busy_tokens_per_second", "felt_idle_tokens_per_second", "stalled_share",
+    *(f"{side}_{q}_seconds" for side, q in (("busy", "ttft_p99"), ("idle", "ttft_p50"), ("idle", "ttft_p90"),
+                                           ("idle", "ttft_p99"), ("idle", "itl_p50"), ("idle", "itl_p99"))),
 )
+# the per-side quantiles that only `verify-arm --whatif` reads (pdcensus.verify.forecast): in --json, not the terminal
+GATE_FIGURES: frozenset[str] = frozenset(FIGURES[FIGURES.index("stalled_share") + 1:])
 STALL_SECONDS = 2.5  # a gap from this inter-token bucket edge up is a stall (vLLM's first edge at or above 2 s)
 
 
@@ -218,6 +222,10 @@ def measure(read: ShapeRead, edges: tuple[float, ...] | None = None, *,
         "itl_p50_seconds": all_row.itl_p50_seconds, "itl_p99_seconds": all_row.itl_p99_seconds,
         "busy_ttft_p50_seconds": busy_row.ttft_p50_seconds, "busy_ttft_p90_seconds": busy_row.ttft_p90_seconds,
         "busy_itl_p50_seconds": busy_row.itl_p50_seconds, "busy_itl_p99_seconds": busy_row.itl_p99_seconds,
+        "busy_ttft_p99_seconds": busy_row.ttft_p99_seconds,
+        "idle_ttft_p50_seconds": idle_row.ttft_p50_seconds, "idle_ttft_p90_seconds": idle_row.ttft_p90_seconds,
+        "idle_ttft_p99_seconds": idle_row.ttft_p99_seconds,
+        "idle_itl_p50_seconds": idle_row.itl_p50_seconds, "idle_itl_p99_seconds": idle_row.itl_p99_seconds,
     }
     values["felt_busy_tokens_per_second"], values["felt_idle_tokens_per_second"] = felt_paces(s)
     values["stalled_share"] = stalled_share(itl)

@@ -12,6 +12,7 @@ from rich.table import Table
 
 from pdcensus.engines import record
 from pdcensus.whatif.vllm_knobs import vllm_spelling
+from pdcensus.whatif.measure import GATE_FIGURES
 from pdcensus.whatif.model import BOUNDED, WhatIfResult
 
 LABELS = {
@@ -116,6 +117,8 @@ def render(result: WhatIfResult, console: Console) -> None:
     for col in ("figure", "observed", "predicted", "change"):
         pred.add_column(col, justify="left" if col == "figure" else "right")
     for f in result.figures:
+        if f.name in GATE_FIGURES:  # verify-arm --whatif reads them from --json
+            continue
         if not math.isfinite(f.predicted.median):
             if f.withheld and math.isfinite(f.observed):
                 pred.add_row(LABELS.get(f.name, f.name), _num(f.observed), "withheld", "-")

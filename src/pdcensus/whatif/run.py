@@ -51,7 +51,7 @@ DEFAULT_BOUND = 0.25
 BATCH_FIGURES = frozenset({
     "per_stream_idle_tokens_per_second", "per_stream_busy_tokens_per_second", "decode_tokens_per_second",
     "busy_vs_idle", "itl_p50_seconds", "itl_p99_seconds", "busy_itl_p50_seconds", "busy_itl_p99_seconds",
-    "felt_busy_tokens_per_second", "felt_idle_tokens_per_second"})
+    "felt_busy_tokens_per_second", "felt_idle_tokens_per_second", "idle_itl_p50_seconds", "idle_itl_p99_seconds"})
 DEFAULT_SEEDS = 4
 # a change's mean batch outside [low x p5, high x p95] of the recording's running is an extrapolation
 EXTRAPOLATION_LOW, EXTRAPOLATION_HIGH = 0.8, 1.25
