@@ -66,6 +66,21 @@ def test_a_knob_the_twin_cannot_set_leaves_the_closed_form_trusted_with_the_reas
     assert "--no-such-knob" in check.why
 
 
+def test_a_spent_dial_with_no_next_value_runs_no_twin_and_says_so(sharing_dir: Path) -> None:
+    """vLLM's --long-prefill-token-threshold spent at 512: the advice names no value, so there is nothing to run
+    (the twin was asked for "--long-prefill-token-threshold=" and every view printed its usage error)."""
+    from pdcensus.report.twin_view import NO_VALUE, source_line
+    from pdcensus.whatif.advice_check import check_report
+
+    report = api.census_all(sharing_dir)[0]
+    spent = replace(report.advice[0], value="", dial_state="spent")
+    asked: list[str] = []
+    checked = check_report(api._recording(sharing_dir / "metrics.om"), replace(report, advice=(spent,)),
+                           seeds=1, progress=asked.append)
+    assert checked.advice[0].twin is None and not asked
+    assert source_line(checked.advice[0]) == NO_VALUE and "--no-twin" not in NO_VALUE
+
+
 def test_one_calibration_and_one_unchanged_run_per_seed_serve_every_recommendation(
         sharing_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two recommendations of one report share the twin: it is calibrated once, and its unchanged runs run once."""

@@ -23,6 +23,8 @@ CLOSED_FORM_ONLY = ("predicted in closed form from this endpoint's own ledger an
 NOT_A_FLAG = "predicted in closed form from this endpoint's own ledger and buckets (the twin sets engine flags only)"
 FOR_MINOR = ("predicted in closed form from this endpoint's own ledger and buckets (the twin runs on the advice for "
              "material mechanisms)")
+NO_VALUE = ("predicted in closed form from this endpoint's own ledger and buckets (no next value for the twin to run: "
+            "the dial is spent where it stands)")
 CLOSED_FORM_LABEL = "closed form (the ledger's arithmetic, beside the twin's): "
 
 
@@ -91,7 +93,9 @@ def source_line(rec: Recommendation) -> str:
     if rec.twin is None:
         if rec.minor:
             return FOR_MINOR
-        return NOT_A_FLAG if not rec.knob.strip().startswith("--") else CLOSED_FORM_ONLY
+        if not rec.knob.strip().startswith("--"):
+            return NOT_A_FLAG
+        return CLOSED_FORM_ONLY if rec.value.strip() else NO_VALUE
     if headline(rec):
         return "the first line is the twin's prediction; the closed form's arithmetic is beside it in the table"
     return "the summary's figures are the closed form's, the one to act on here; the twin's are below"
