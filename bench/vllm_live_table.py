@@ -16,8 +16,9 @@ the clients' clean gap (each gap's excess over it: every cause's slow time, stal
 2 s included), and the share of gaps under 1 ms (tokens the server wrote together: it lagged the engine, so
 the clients' timing there is the server's), and the gaps over 1 s the clients saw beside the engine's own
 (the inter-token histogram's, stamped by the engine core: clients' gaps the engine did not have are the
-server's lag); the census's verdict and
-confidence, the depth it reports (the ``itl-depth`` evidence row: vLLM's inter-token histogram
+server's lag), and of the clients' ones those a host stall held (a probe process that only sleeps woke late
+for at least half the gap, :mod:`pdcensus.engine.host_probe`; "-" for runs recorded before it); the census's
+verdict and confidence, the depth it reports (the ``itl-depth`` evidence row: vLLM's inter-token histogram
 over the spans that carried prefill) and its loss shares. Last line: calibration, the share of
 verdicts at 0.7 or more whose headline is the run's cause (where the cause is none: that names
 none, or finds only minor mechanisms, i.e. nothing to act on; a none run whose clients lost 5 % or
@@ -158,7 +159,8 @@ def row(folder: Path) -> tuple[str, float, bool]:
                 and isinstance(sharing, float) and math.isfinite(sharing) else "")
     line = (f"| {folder.name} | {flags} | {_f(pending)} / {_f(depth)} | {_f(lost_share)} / {_f(lost)} | "
             f"{_f(truth['stalls']['stalled_share'])} | {_f(beyond_clean(gaps, _rate(truth)))} | {_f(read_together(gaps))} | "
-            f"{sum(g > 1.0 for g in gaps)} / {_f(engine_gaps_over(folder, truth['start'], truth['end']), '.0f')} | "
+            f"{sum(g > 1.0 for g in gaps)} / {_f(engine_gaps_over(folder, truth['start'], truth['end']), '.0f')} / "
+            f"{truth['host']['client_gaps_in_host_stalls'] if 'host' in truth else '-'} | "
             f"{v['mechanism']} {v['confidence']:.2f} | {_f(felt)} ({off}) | "
             f"{_f(sharing)}{loss_off} / {_f(losses['preemption_stall'])} / {_f(losses['eviction'])} |")
     return line, float(v["confidence"]), right
@@ -169,7 +171,7 @@ def main() -> int:
     parser.add_argument("folders", nargs="+", type=Path)
     opts = parser.parse_args()
     print("| run | flags | clients: depth, pending / acting | clients: lost, pending / acting | clients: stalled | clients: beyond 3x clean gap | "
-          "clients: read together | gaps over 1 s: clients / engine | census verdict, confidence | census depth (ITL; vs clients pending / acting) | "
+          "clients: read together | gaps over 1 s: clients / engine / in host stalls | census verdict, confidence | census depth (ITL; vs clients pending / acting) | "
           "census loss: sharing (vs clients' lost pending / acting) / preemption / eviction |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     sure = right = 0

@@ -15,7 +15,9 @@ two scenarios on one start-up). Each run:
    ``pdcensus census --prometheus URL --selector '{job="vllm"}' --start .. --end ..``);
 4. writes every file to its folder: ``plan.json``, ``server_args.json``, ``cmdline`` (vLLM's argv,
    NUL-separated, from ``/proc/PID/cmdline``), ``requests.jsonl`` (per-token client times),
-   ``truth.json``, ``census.json``, ``report.md``, ``window.json`` (the window, and the
+   ``truth.json`` (with ``host``: a host-stall probe's stalls over the window and how many of the
+   clients' gaps over 1 s they hold, :mod:`.host_probe`; its lines in ``host_stalls.jsonl``),
+   ``census.json``, ``report.md``, ``window.json`` (the window, and the
    ``pdcensus census metrics.om --start .. --end ..`` line that reruns the census offline, to the
    same answer), ``metrics.om`` (every series Prometheus stored for the job over the window) and ``vllm.log`` (the server's log so far).
 
@@ -36,6 +38,7 @@ from types import TracebackType
 import httpx
 
 from pdcensus.census.model import CensusReport
+from pdcensus.engine.host_probe import HostProbe, host_stalls, read_stalls
 from pdcensus.engine.experiment import LOAD_ATTEMPTS, _proc_cmdline, retry_seed, scrape_gap_discards, window_start
 from pdcensus.engine.stalls import Stalls, measure_stalls
 from pdcensus.engine.streams import RequestRecord, records_to_jsonl
@@ -47,6 +50,7 @@ from pdcensus.series.durations import parse_api_duration_seconds
 from pdcensus.sources.prometheus_local import LocalPrometheus
 
 JOB = "vllm"
+HOST_STALLS = "host_stalls.jsonl"  # the host-stall probe's lines (pdcensus.engine.host_probe)
 SELECTOR = '{job="vllm"}'
 FIRST_SCRAPE_TIMEOUT_SECONDS = 90.0
 
@@ -114,6 +118,11 @@ class VllmLive:
                  tb: TracebackType | None) -> None:
         self.close()
 
+    def _cores(self) -> dict[str, object]:
+        cores = self.server.engine_cores
+        return {"engine_cores": sorted(cores) if cores is not None else "all",
+                "engine_threads_pinned": self.server.pinned_threads}
+
     def _drive(self, plan: VllmPlan, interval: float) -> tuple[float, list[RequestRecord], float, float]:
         """One load; returns ``(t0, records, start, end)`` once Prometheus has had time to scrape its end."""
         t0, records = asyncio.run(run_vllm_load(self.server.url, plan))
@@ -136,15 +145,20 @@ class VllmLive:
         (out / "server_args.json").write_text(json.dumps(list(self.server_args)) + "\n")
         (out / "cmdline").write_bytes(_proc_cmdline(self.server.pid) or "\0".join(self.server.argv).encode())
         interval = parse_api_duration_seconds(self.scrape_interval.strip())
-        for attempt in range(1, LOAD_ATTEMPTS + 1):
-            t0, records, start, end = self._drive(replace(plan, seed=retry_seed(plan.seed, attempt)), interval)
-            if not scrape_gap_discards(out, self.prometheus, JOB, attempt, start, end, interval):
-                break
+        with HostProbe(out / HOST_STALLS):  # did the host, not the engine, hold the clients up (host_probe)
+            for attempt in range(1, LOAD_ATTEMPTS + 1):
+                t0, records, start, end = self._drive(replace(plan, seed=retry_seed(plan.seed, attempt)), interval)
+                if not scrape_gap_discards(out, self.prometheus, JOB, attempt, start, end, interval):
+                    break
         (out / "requests.jsonl").write_text(records_to_jsonl(records))
         truth, stalls = measure_truth(records, start, end), measure_stalls(records, start, end)
         acting = acting_truth(records, start, end)  # each prompt's window from when its prefill began
+        gaps = [(a, b) for r in records if r.kind == "decode" for a, b in zip(r.token_times, r.token_times[1:])]
+        host = host_stalls(read_stalls(out / HOST_STALLS), gaps, start, end)
         (out / "truth.json").write_text(json.dumps({**truth.to_dict(), "stalls": stalls.to_dict(),
-                                                    "acting": acting.to_dict()}, indent=2, allow_nan=True) + "\n")
+                                                    "acting": acting.to_dict(),
+                                                    "host": {**host.to_dict(), **self._cores()}},
+                                                   indent=2, allow_nan=True) + "\n")
         offline = ["pdcensus", "census", str(out / "metrics.om"), "--start", repr(start), "--end", repr(end)]
         (out / "window.json").write_text(json.dumps({"t0": t0, "start": start, "end": end, "attempt": attempt,
                                                      "seed": retry_seed(plan.seed, attempt),

@@ -11,7 +11,8 @@ Which python runs it (:func:`locate_vllm_python`): ``$PDCENSUS_VLLM_PYTHON``, el
 can import vllm; otherwise :class:`VllmMissingError` (exit 4; the live tests skip with its text).
 The server starts as ``python -m vllm.entrypoints.openai.api_server`` (the ``vllm`` console script
 of the CPU build looks for a distribution named ``vllm`` and fails) in its own process group, is
-stopped by that group's id, and a start that fails is said in one line: ``vllm died with SIGILL at
+stopped by that group's id, its engine core and worker pinned to all cores but one
+(:mod:`.engine_cores`: the API server and the clients keep a core), and a start that fails is said in one line: ``vllm died with SIGILL at
 start: ...`` or ``vllm exited with 1 at start: ...``, with the last lines of its log.
 """
 
@@ -32,6 +33,7 @@ from types import TracebackType
 
 import httpx
 
+from pdcensus.engine.engine_cores import engine_cores, omp_bind, pin_engine
 from pdcensus.engine.locate import EngineMissingError
 from pdcensus.errors import SourceUnreachableError, UsageError
 from pdcensus.sources.prometheus_local import free_port
@@ -146,6 +148,8 @@ class VllmServer:
         self.process: subprocess.Popen[bytes] | None = None
         self.returncode: int | None = None
         self.started_seconds = float("nan")
+        self.engine_cores = engine_cores()  # all but one core: the clients' own (pdcensus.engine.engine_cores)
+        self.pinned_threads = 0
 
     @property
     def pid(self) -> int:
@@ -164,6 +168,8 @@ class VllmServer:
                      "--host", "127.0.0.1", "--port", str(self.port), *self.args]
         env = dict(os.environ)
         env.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")
+        if self.engine_cores is not None:
+            env.setdefault("VLLM_CPU_OMP_THREADS_BIND", omp_bind(self.engine_cores))
         env.update(self.env)
         self.out.mkdir(parents=True, exist_ok=True)
         began = time.monotonic()
@@ -175,6 +181,8 @@ class VllmServer:
         except BaseException:
             self.stop()
             raise
+        if self.engine_cores is not None:
+            self.pinned_threads = pin_engine(self.process.pid, self.engine_cores)
         self.started_seconds = time.monotonic() - began
         return self
 
