@@ -126,3 +126,8 @@ def test_another_spelling_of_the_flag_and_its_number_name_the_same_arm(tmp_path:
     f = read_forecast(path, knob, "512")
     assert len(f.latency) == len(LATENCY_FIGURES) - 1 and f.busy_rate is None
     assert all(r == pytest.approx(3.0) for r, _ in f.latency.values())  # the high end of the seeds' range
+    for fig in figures:  # a predicted fall allows no rise (it asks no bucket for a benefit)
+        fig["predicted"] = {"median": 0.4, "low": 0.3, "high": 0.5}
+    path.write_text(json.dumps(data))
+    falls = read_forecast(path, knob, "512")
+    assert all(r == 1.0 and "a fall, so no rise allowed" in why for r, why in falls.latency.values())
