@@ -38,8 +38,8 @@ from types import TracebackType
 import httpx
 
 from pdcensus.census.model import CensusReport
-from pdcensus.engine.host_probe import HostProbe, host_stalls, read_stalls
 from pdcensus.engine.experiment import LOAD_ATTEMPTS, _proc_cmdline, retry_seed, scrape_gap_discards, window_start
+from pdcensus.engine.host_probe import HostProbe, host_stalls, read_stalls
 from pdcensus.engine.stalls import Stalls, measure_stalls
 from pdcensus.engine.streams import RequestRecord, records_to_jsonl
 from pdcensus.engine.truth import Truth, acting_truth, measure_truth

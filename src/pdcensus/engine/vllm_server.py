@@ -11,9 +11,10 @@ Which python runs it (:func:`locate_vllm_python`): ``$PDCENSUS_VLLM_PYTHON``, el
 can import vllm; otherwise :class:`VllmMissingError` (exit 4; the live tests skip with its text).
 The server starts as ``python -m vllm.entrypoints.openai.api_server`` (the ``vllm`` console script
 of the CPU build looks for a distribution named ``vllm`` and fails) in its own process group, is
-stopped by that group's id, its engine core and worker pinned to all cores but one
-(:mod:`.engine_cores`: the API server and the clients keep a core), and a start that fails is said in one line: ``vllm died with SIGILL at
-start: ...`` or ``vllm exited with 1 at start: ...``, with the last lines of its log.
+stopped by that group's id, has its engine core and worker pinned to all cores but one
+(:mod:`.engine_cores`: the API server and the clients keep a core), and a start that fails is
+said in one line: ``vllm died with SIGILL at start: ...`` or ``vllm exited with 1 at start: ...``,
+with the last lines of its log.
 """
 
 from __future__ import annotations
