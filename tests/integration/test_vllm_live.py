@@ -20,7 +20,9 @@ number may be impossible. The module skips only where vLLM or Prometheus is not 
 
 from __future__ import annotations
 
+import json
 import math
+import os
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,6 +90,11 @@ def _assert_possible(run: VllmRun) -> None:
     assert report.preemption.total >= 0.0
     for name in ("census.json", "truth.json", "metrics.om", "requests.jsonl", "cmdline", "vllm.log"):
         assert (run.out / name).stat().st_size > 0, name
+    host = json.loads((run.out / "truth.json").read_text())["host"]  # pdcensus.engine.host_probe, engine_cores
+    assert 0 <= host["client_gaps_in_host_stalls"] <= host["client_gaps"]
+    assert 0.0 <= host["stalled_seconds"] <= run.end - run.start + 1.0
+    if len(os.sched_getaffinity(0)) >= 2 and os.environ.get("PDCENSUS_VLLM_ENGINE_CORES", "") != "all":
+        assert host["engine_threads_pinned"] > 0 and host["engine_cores"] == sorted(os.sched_getaffinity(0))[:-1]
 
 
 def test_the_clients_saw_decoders_collapse_while_long_prompts_processed(sharing: VllmRun) -> None:
