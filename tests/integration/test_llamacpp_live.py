@@ -53,6 +53,9 @@ def test_the_client_saw_decode_collapse_while_prompts_processed(live_run: Experi
     truth = live_run.truth
     assert truth.prompts >= 1 and truth.errors == 0
     assert truth.ratio < 0.5, truth
+    host = json.loads((live_run.out / "truth.json").read_text())["host"]  # the host-stall probe ran beside it
+    assert 0 <= host["client_gaps_in_host_stalls"] <= host["client_gaps"]
+    assert 0.0 <= host["stalled_seconds"] <= live_run.end - live_run.start + 1.0
 
 
 def test_census_through_prometheus_names_step_time_sharing_on_the_real_engine(live_run: ExperimentResult) -> None:

@@ -16,7 +16,8 @@ One call, :func:`run_experiment`, does what a user would do by hand and keeps ev
 
 Files in ``out``: ``server_args.json`` and ``cmdline`` (the server's argv, NUL-separated as in
 ``/proc/PID/cmdline``, read from there while it ran), ``plan.json``, ``requests.jsonl`` (client
-records with per-token times), ``truth.json``, ``metrics.om`` (the window as Prometheus stored
+records with per-token times), ``truth.json`` (with ``host``: a host-stall probe's stalls over the
+window, :mod:`.host_probe`; its lines in ``host_stalls.jsonl``), ``metrics.om`` (the window as Prometheus stored
 it), ``census.json``, ``report.md``, ``llama-server.log`` and ``prometheus/``.
 """
 
@@ -33,6 +34,7 @@ from pathlib import Path
 import httpx
 
 from pdcensus.census.model import CensusReport
+from pdcensus.engine.host_probe import HOST_STALLS, HostProbe, decode_gaps, host_stalls, read_stalls
 from pdcensus.engine.llama_server import LlamaServer
 from pdcensus.engine.locate import Engine, locate_engine
 from pdcensus.engine.streams import LoadPlan, RequestRecord, records_to_jsonl, run_load, sized_prompts
@@ -117,18 +119,21 @@ def run_experiment(out: Path, plan: LoadPlan, *, server_args: Sequence[str] = DE
         with LocalPrometheus.scraping([target], out / "prometheus", job=JOB, scrape_interval=scrape_interval) as prom:
             _wait_first_scrape(prom.url)
             interval = parse_api_duration_seconds(scrape_interval.strip())
-            for attempt in range(1, LOAD_ATTEMPTS + 1):
-                if attempt > 1:  # fresh prompts: the server's prompt cache holds the discarded attempt's
-                    prompts = asyncio.run(sized_prompts(server.url, prompt_count, plan.prompt_tokens,
-                                                        retry_seed(plan.seed, attempt)))
-                t0, records = asyncio.run(run_load(server.url, plan, prompts))
-                start, end = window_start(records, t0), t0 + plan.duration_seconds
-                time.sleep(max(0.0, end + 2.5 * interval - time.time()))
-                if not scrape_gap_discards(out, prom, JOB, attempt, start, end, interval):
-                    break
+            with HostProbe(out / HOST_STALLS):  # did the host, not the engine, hold the clients up
+                for attempt in range(1, LOAD_ATTEMPTS + 1):
+                    if attempt > 1:  # fresh prompts: the server's prompt cache holds the discarded attempt's
+                        prompts = asyncio.run(sized_prompts(server.url, prompt_count, plan.prompt_tokens,
+                                                            retry_seed(plan.seed, attempt)))
+                    t0, records = asyncio.run(run_load(server.url, plan, prompts))
+                    start, end = window_start(records, t0), t0 + plan.duration_seconds
+                    time.sleep(max(0.0, end + 2.5 * interval - time.time()))
+                    if not scrape_gap_discards(out, prom, JOB, attempt, start, end, interval):
+                        break
             (out / "requests.jsonl").write_text(records_to_jsonl(records))
             truth = measure_truth(records, start, end)
-            (out / "truth.json").write_text(json.dumps(truth.to_dict(), indent=2, allow_nan=True) + "\n")
+            host = host_stalls(read_stalls(out / HOST_STALLS), decode_gaps(records), start, end)
+            (out / "truth.json").write_text(json.dumps({**truth.to_dict(), "host": host.to_dict()}, indent=2,
+                                                       allow_nan=True) + "\n")
             reports = census_prometheus(prom.url, selector=SELECTOR, start=start, end=end)
             _write_census(out, reports, prom.url, start, end)
             if on_running is not None:

@@ -15,7 +15,9 @@ scrapes there, and vLLM's own inter-token histogram (stamped by the engine core)
 vLLM's shared-memory queue between them waits by spinning on ``sched_yield``
 (``vllm/distributed/device_communicators/shm_broadcast.py``, ``MessageQueue.wait`` and
 ``acquire_write``); whether that spinning is what starves the rest is not established here.
-The probe is stopped by its process id, like every process the experiments start.
+Both live experiments (vLLM's, llama.cpp's) run it beside the load and write its stalls into
+``truth.json`` as ``host``. The probe is stopped by its process id, like every process the
+experiments start.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from pdcensus.engine.streams import RequestRecord
+
+HOST_STALLS = "host_stalls.jsonl"  # the probe's lines, in a run's folder
 TICK_SECONDS = 0.02
 STALL_SECONDS = 0.2  # ten ticks late: no scheduler's ordinary latency on an idle-enough core
 # the probe itself, run as `python -c`: no shell, its path and the tick as arguments
@@ -69,6 +74,11 @@ class HostProbe:
             except subprocess.TimeoutExpired:
                 os.kill(self.process.pid, signal.SIGKILL)
                 self.process.wait()
+
+
+def decode_gaps(records: Sequence[RequestRecord]) -> list[tuple[float, float]]:
+    """Every decoding stream's inter-token gaps as ``(begin, end)`` (the prompt session's left out)."""
+    return [(a, b) for r in records if r.kind == "decode" for a, b in zip(r.token_times, r.token_times[1:])]
 
 
 def read_stalls(path: Path) -> list[tuple[float, float]]:

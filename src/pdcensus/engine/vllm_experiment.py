@@ -39,7 +39,7 @@ import httpx
 
 from pdcensus.census.model import CensusReport
 from pdcensus.engine.experiment import LOAD_ATTEMPTS, _proc_cmdline, retry_seed, scrape_gap_discards, window_start
-from pdcensus.engine.host_probe import HostProbe, host_stalls, read_stalls
+from pdcensus.engine.host_probe import HOST_STALLS, HostProbe, decode_gaps, host_stalls, read_stalls
 from pdcensus.engine.stalls import Stalls, measure_stalls
 from pdcensus.engine.streams import RequestRecord, records_to_jsonl
 from pdcensus.engine.truth import Truth, acting_truth, measure_truth
@@ -50,7 +50,6 @@ from pdcensus.series.durations import parse_api_duration_seconds
 from pdcensus.sources.prometheus_local import LocalPrometheus
 
 JOB = "vllm"
-HOST_STALLS = "host_stalls.jsonl"  # the host-stall probe's lines (pdcensus.engine.host_probe)
 SELECTOR = '{job="vllm"}'
 FIRST_SCRAPE_TIMEOUT_SECONDS = 90.0
 
@@ -153,8 +152,7 @@ class VllmLive:
         (out / "requests.jsonl").write_text(records_to_jsonl(records))
         truth, stalls = measure_truth(records, start, end), measure_stalls(records, start, end)
         acting = acting_truth(records, start, end)  # each prompt's window from when its prefill began
-        gaps = [(a, b) for r in records if r.kind == "decode" for a, b in zip(r.token_times, r.token_times[1:])]
-        host = host_stalls(read_stalls(out / HOST_STALLS), gaps, start, end)
+        host = host_stalls(read_stalls(out / HOST_STALLS), decode_gaps(records), start, end)
         (out / "truth.json").write_text(json.dumps({**truth.to_dict(), "stalls": stalls.to_dict(),
                                                     "acting": acting.to_dict(),
                                                     "host": {**host.to_dict(), **self._cores()}},
