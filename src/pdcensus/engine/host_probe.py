@@ -5,7 +5,8 @@ engine's (a chunk step, a preemption) or the host's: the API server, the clients
 share the machine with the engine, and where they get no core for a while, every stream waits
 at once while the engine steps on. The probe is a process of its own that only sleeps
 ``TICK_SECONDS`` at a time; each wake-up later than ``STALL_SECONDS`` is a host stall, written
-as one JSON line ``{"end": unix seconds, "seconds": length}``.
+as one JSON line ``{"end": unix seconds, "seconds": length}`` (its first line, ``{"ready": unix
+seconds}``, says it ticks).
 
 Measured (AMD EPYC with AVX-512, 2 cores, a Firecracker VM, kernel 6.18; vLLM 0.32 CPU,
 ``bench/vllm_live.py --scenario holdout-lpt --seconds 90``): the probe waited 0.38-2.64 s for a core
@@ -41,6 +42,7 @@ STALL_SECONDS = 0.2  # ten ticks late: no scheduler's ordinary latency on an idl
 _PROBE = """
 import json, sys, time
 out, tick, stall = open(sys.argv[1], "a", buffering=1), float(sys.argv[2]), float(sys.argv[3])
+out.write(json.dumps({"ready": time.time()}) + "\\n")
 prev = time.monotonic()
 while True:
     time.sleep(tick)
@@ -91,7 +93,7 @@ def read_stalls(path: Path) -> list[tuple[float, float]]:
             row = json.loads(line)
             out.append((float(row["end"]) - float(row["seconds"]), float(row["end"])))
         except (ValueError, KeyError, TypeError):
-            continue  # a line cut where the probe was stopped
+            continue  # the ready line, or a line cut where the probe was stopped
     return out
 
 
