@@ -35,7 +35,7 @@ def test_a_probe_held_off_the_cpu_writes_a_stall_over_the_hold_and_is_stopped_by
     assert any(a <= stopped + TICK_SECONDS + 0.01 and b >= resumed for a, b in read_stalls(path)), read_stalls(path)
 
 
-def test_the_ready_line_and_a_line_cut_where_the_probe_stopped_are_no_stall_nor_is_a_missing_file(tmp_path: Path) -> None:
+def test_the_ready_line_a_cut_line_and_a_missing_file_are_no_stall(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     path.write_text('{"ready": 7.5}\n{"end": 10.0, "seconds": 2.0}\n{"end": 12.')
     assert read_stalls(path) == [(8.0, 10.0)]

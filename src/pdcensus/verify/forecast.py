@@ -7,8 +7,9 @@ quantile the rise whatif predicted for it, at the high end of its range over see
 predicted fall allows no rise: whatif's pooled busy figure stands for every busy bucket, and on
 live vLLM, ``--long-prefill-token-threshold`` 512 -> 128, it predicted the busy ITL p99 x0.43
 where the top bucket's fell x0.40 and a middle one's rose x1.99, within its le buckets' reach), and
-holds the busy bucket's per-stream decode two-sided around whatif's ratio. Where the advice itself predicted a quantity (the busy rate and
-TTFT of ``--prefill-interleave``), its prediction stays; a figure whatif withheld, or could not
+holds the busy bucket's per-stream decode two-sided around whatif's ratio. Where the advice
+itself predicted a quantity (the busy rate and TTFT of ``--prefill-interleave``), its prediction
+stays; a figure whatif withheld, or could not
 read on the recording, keeps the default: no rise allowed.
 
 Without it, an arm whose cost the advice does not model reads as a cost nobody predicted:
@@ -30,13 +31,13 @@ from typing import Any
 
 from pdcensus.engines.knob_types import Knob
 from pdcensus.errors import UsageError
+from pdcensus.verify.model import LATENCIES
 
 SCHEMA = "pdcensus/whatif/v1"
-# the gate's quantity names (gate.LATENCIES) and the whatif figure that predicts each, per side of the pair
+# the gate's quantity names (model.LATENCIES) and the whatif figure that predicts each, per side of the pair
 LATENCY_FIGURES: dict[tuple[str, bool], str] = {
-    **{(f"TTFT p{q}", busy): f"{'busy' if busy else 'idle'}_ttft_p{q}_seconds" for q in (50, 90, 99)
-       for busy in (False, True)},
-    **{(f"ITL p{q}", busy): f"{'busy' if busy else 'idle'}_itl_p{q}_seconds" for q in (50, 99) for busy in (False, True)},
+    (f"{name} p{round(q * 100)}", busy): f"{'busy' if busy else 'idle'}_{name.lower()}_p{round(q * 100)}_seconds"
+    for _, name, qs in LATENCIES for q in qs for busy in (False, True)
 }
 BUSY_RATE_FIGURE = "per_stream_busy_tokens_per_second"
 

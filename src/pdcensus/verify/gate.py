@@ -48,12 +48,11 @@ from pdcensus.series.quantile import quantile_rows
 from pdcensus.verify.arm_args import DEFAULT_TOLERANCE
 from pdcensus.verify.batch_law import BatchAllowance
 from pdcensus.verify.forecast import Forecast
-from pdcensus.verify.model import ArmOutcome, ArmPrediction, Comparison, CompareStatus
+from pdcensus.verify.model import LATENCIES, ArmOutcome, ArmPrediction, Comparison, CompareStatus
 
 FAMILY_ALPHA = 0.10  # the whole gate's false-alarm share on noise, split over its comparisons
 REPLICATES = 2000  # enough for a tail quantile of 0.10 / (2 x 20 comparisons) = 0.25 %
 MIN_OBSERVATIONS = 20  # histogram observations (requests for TTFT, tokens for ITL) per bucket and window
-LATENCIES = ((Signal.TTFT, "TTFT", (0.5, 0.9, 0.99)), (Signal.ITL, "ITL", (0.5, 0.99)))
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,12 @@ from enum import Enum
 
 from pdcensus.advice.model import json_safe
 from pdcensus.advice.predictions import Prediction
+from pdcensus.series.profiles import Signal
+
+
+# the latencies the gate compares in every bucket, and their quantiles (pdcensus.verify.gate; a whatif file
+# predicts each by name, pdcensus.verify.forecast)
+LATENCIES = ((Signal.TTFT, "TTFT", (0.5, 0.9, 0.99)), (Signal.ITL, "ITL", (0.5, 0.99)))
 
 
 class ArmOutcome(str, Enum):
